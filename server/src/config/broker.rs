@@ -1,0 +1,380 @@
+//! The broker's settings: Java's `BrokerConfig`, `MessageStoreConfig` and `NettyServerConfig` keys
+//! that Skiff implements, with Java's defaults.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, UdpSocket};
+use std::path::{Path, PathBuf};
+
+use super::value::{positive, FromSetting, Rejection};
+use super::{set_one, settings, source, ConfigError};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushDiskType {
+    AsyncFlush,
+    SyncFlush,
+}
+
+/// Only masters: replication to slaves is not implemented yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BrokerRole {
+    AsyncMaster,
+    SyncMaster,
+}
+
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    pub broker_cluster_name: String,
+    /// Java defaults to the host name; a fixed name keeps a restarted broker's identity stable.
+    pub broker_name: String,
+    /// Always 0 (master) for now.
+    pub broker_id: i64,
+    /// The IP published to name servers and clients; `None` = [`BrokerConfig::advertised_ip`]'s rule.
+    pub broker_ip1: Option<String>,
+    /// Skiff's (and Java 5.x's) `bindAddress`: the interface to listen on.
+    pub bind_address: IpAddr,
+    /// 0 picks a free port (tests).
+    pub listen_port: u16,
+    /// `host:port;host:port`.
+    pub namesrv_addr: Option<String>,
+    pub store_path_root_dir: PathBuf,
+    pub mapped_file_size_commit_log: u64,
+    /// Rounded up to a whole number of 20-byte entries, as Java does.
+    pub mapped_file_size_consume_queue: u64,
+    pub flush_disk_type: FlushDiskType,
+    /// Milliseconds between async flushes of the CommitLog.
+    pub flush_interval_commit_log: u64,
+    pub flush_commit_log_least_pages: u32,
+    pub flush_commit_log_thorough_interval: u64,
+    pub flush_interval_consume_queue: u64,
+    pub flush_consume_queue_least_pages: u32,
+    /// Milliseconds a SYNC_FLUSH send waits for its flush.
+    pub sync_flush_timeout: u64,
+    pub max_message_size: usize,
+    /// Hours of the day (`"04"`, or `"04;16"`) when expired files are deleted.
+    pub delete_when: String,
+    /// Hours a CommitLog file is kept.
+    pub file_reserved_time: u64,
+    pub disk_max_used_space_ratio: u32,
+    pub max_hash_slot_num: u32,
+    pub max_index_num: u32,
+    pub auto_create_topic_enable: bool,
+    pub auto_create_subscription_group: bool,
+    pub default_topic_queue_nums: i32,
+    pub broker_permission: i32,
+    pub cluster_topic_enable: bool,
+    pub broker_topic_enable: bool,
+    pub trace_topic_enable: bool,
+    pub msg_trace_topic_name: String,
+    pub region_id: String,
+    pub trace_on: bool,
+    /// Milliseconds between registrations with the name servers.
+    pub register_name_server_period: u64,
+    pub long_polling_enable: bool,
+    pub short_polling_time_mills: u64,
+    pub flush_consumer_offset_interval: u64,
+    /// Milliseconds without a heartbeat after which a client connection is dropped.
+    pub channel_expired_timeout: u64,
+    /// Largest remoting frame accepted (Java: `-Dcom.rocketmq.remoting.frameMaxLength`).
+    pub frame_max_length: usize,
+    pub broker_role: BrokerRole,
+    /// `None` = `listenPort + 1`, as Java's `BrokerStartup` sets it.
+    pub ha_listen_port: Option<u16>,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            broker_cluster_name: "DefaultCluster".into(),
+            broker_name: "broker-a".into(),
+            broker_id: 0,
+            broker_ip1: None,
+            bind_address: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            listen_port: 10911,
+            namesrv_addr: None,
+            store_path_root_dir: home_dir().join("store"),
+            mapped_file_size_commit_log: 1024 * 1024 * 1024,
+            mapped_file_size_consume_queue: 300_000 * 20,
+            flush_disk_type: FlushDiskType::AsyncFlush,
+            flush_interval_commit_log: 500,
+            flush_commit_log_least_pages: 4,
+            flush_commit_log_thorough_interval: 10_000,
+            flush_interval_consume_queue: 1000,
+            flush_consume_queue_least_pages: 2,
+            sync_flush_timeout: 5000,
+            max_message_size: 4 * 1024 * 1024,
+            delete_when: "04".into(),
+            file_reserved_time: 72,
+            disk_max_used_space_ratio: 75,
+            max_hash_slot_num: 5_000_000,
+            max_index_num: 20_000_000,
+            auto_create_topic_enable: true,
+            auto_create_subscription_group: true,
+            default_topic_queue_nums: 8,
+            broker_permission: 6,
+            cluster_topic_enable: true,
+            broker_topic_enable: true,
+            trace_topic_enable: false,
+            msg_trace_topic_name: "RMQ_SYS_TRACE_TOPIC".into(),
+            region_id: "DefaultRegion".into(),
+            trace_on: true,
+            register_name_server_period: 30_000,
+            long_polling_enable: true,
+            short_polling_time_mills: 1000,
+            flush_consumer_offset_interval: 5000,
+            channel_expired_timeout: 120_000,
+            frame_max_length: 16 * 1024 * 1024,
+            broker_role: BrokerRole::AsyncMaster,
+            ha_listen_port: None,
+        }
+    }
+}
+
+settings!(BrokerConfig {
+    "brokerClusterName" => broker_cluster_name,
+    "brokerName" => broker_name,
+    "brokerId" => broker_id vet master_only,
+    "brokerIP1" => broker_ip1,
+    "bindAddress" => bind_address,
+    "listenPort" => listen_port,
+    "namesrvAddr" => namesrv_addr vet address_list,
+    "storePathRootDir" => store_path_root_dir,
+    "mappedFileSizeCommitLog" => mapped_file_size_commit_log vet positive,
+    "mappedFileSizeConsumeQueue" => mapped_file_size_consume_queue vet whole_cq_entries,
+    "flushDiskType" => flush_disk_type,
+    "flushIntervalCommitLog" => flush_interval_commit_log,
+    "flushCommitLogLeastPages" => flush_commit_log_least_pages,
+    "flushCommitLogThoroughInterval" => flush_commit_log_thorough_interval,
+    "flushIntervalConsumeQueue" => flush_interval_consume_queue,
+    "flushConsumeQueueLeastPages" => flush_consume_queue_least_pages,
+    "syncFlushTimeout" => sync_flush_timeout,
+    "maxMessageSize" => max_message_size vet positive,
+    "deleteWhen" => delete_when vet hours_of_day,
+    "fileReservedTime" => file_reserved_time,
+    "diskMaxUsedSpaceRatio" => disk_max_used_space_ratio vet disk_ratio,
+    "maxHashSlotNum" => max_hash_slot_num vet positive,
+    "maxIndexNum" => max_index_num vet positive,
+    "autoCreateTopicEnable" => auto_create_topic_enable,
+    "autoCreateSubscriptionGroup" => auto_create_subscription_group,
+    "defaultTopicQueueNums" => default_topic_queue_nums vet positive,
+    "brokerPermission" => broker_permission vet permission,
+    "clusterTopicEnable" => cluster_topic_enable,
+    "brokerTopicEnable" => broker_topic_enable,
+    "traceTopicEnable" => trace_topic_enable,
+    "msgTraceTopicName" => msg_trace_topic_name,
+    "regionId" => region_id,
+    "traceOn" => trace_on,
+    "registerNameServerPeriod" => register_name_server_period vet positive,
+    "longPollingEnable" => long_polling_enable,
+    "shortPollingTimeMills" => short_polling_time_mills,
+    "flushConsumerOffsetInterval" => flush_consumer_offset_interval vet positive,
+    "channelExpiredTimeout" => channel_expired_timeout vet positive,
+    "frameMaxLength" => frame_max_length vet positive,
+    "brokerRole" => broker_role,
+    "haListenPort" => ha_listen_port,
+});
+
+impl BrokerConfig {
+    /// The defaults plus what Java reads from the environment: `NAMESRV_ADDR`.
+    pub fn from_env() -> Self {
+        BrokerConfig {
+            namesrv_addr: std::env::var("NAMESRV_ADDR").ok().filter(|a| !a.is_empty()),
+            ..BrokerConfig::default()
+        }
+    }
+
+    /// [`BrokerConfig::from_env`], then the file at `path`, then [`BrokerConfig::validate`].
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let mut config = BrokerConfig::from_env();
+        config.apply_file(path)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Applies the settings of a `.toml` or Java properties file on top of the current ones.
+    pub fn apply_file(&mut self, path: &Path) -> Result<(), ConfigError> {
+        source::apply_file(self, path)
+    }
+
+    /// Sets one setting by its Java name (file loading and `--set key=value` both come here).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConfigError> {
+        set_one(self, key, value.trim(), None)
+    }
+
+    /// Checks what single settings cannot: how they fit together.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |key, message: String| Err(ConfigError::Invalid { key, message });
+        if self.max_message_size as u64 >= self.mapped_file_size_commit_log {
+            return invalid(
+                "maxMessageSize",
+                format!(
+                    "{} must be smaller than mappedFileSizeCommitLog ({})",
+                    self.max_message_size, self.mapped_file_size_commit_log
+                ),
+            );
+        }
+        if self.max_message_size >= self.frame_max_length {
+            return invalid(
+                "maxMessageSize",
+                format!(
+                    "{} must be smaller than frameMaxLength ({}), or such messages cannot arrive",
+                    self.max_message_size, self.frame_max_length
+                ),
+            );
+        }
+        if self.listen_port != 0 && self.ha_listen_port == Some(self.listen_port) {
+            return invalid(
+                "haListenPort",
+                format!("{} is also listenPort", self.listen_port),
+            );
+        }
+        Ok(())
+    }
+
+    /// The IP published to name servers (and so to clients): `brokerIP1` if set; else the bind
+    /// address if it is a specific one; else this host's primary IPv4 address.
+    pub fn advertised_ip(&self) -> String {
+        if let Some(ip) = &self.broker_ip1 {
+            return ip.clone();
+        }
+        if !self.bind_address.is_unspecified() {
+            return self.bind_address.to_string();
+        }
+        primary_ipv4().to_string()
+    }
+}
+
+/// The source address of the default route: Java's `NetworkUtil.getLocalAddress` walks the
+/// interfaces for a non-loopback IPv4 address, and on a typical host this is the one it finds.
+/// Connecting a UDP socket only selects a route; nothing is sent. Loopback when there is no route.
+fn primary_ipv4() -> Ipv4Addr {
+    let probe = || -> std::io::Result<IpAddr> {
+        let socket = UdpSocket::bind((Ipv4Addr::UNSPECIFIED, 0))?;
+        socket.connect((Ipv4Addr::new(198, 51, 100, 1), 9))?;
+        Ok(socket.local_addr()?.ip())
+    };
+    match probe() {
+        Ok(IpAddr::V4(ip)) if !ip.is_loopback() && !ip.is_unspecified() => ip,
+        _ => Ipv4Addr::LOCALHOST,
+    }
+}
+
+fn home_dir() -> PathBuf {
+    std::env::var_os("HOME").map_or_else(|| PathBuf::from("."), PathBuf::from)
+}
+
+impl FlushDiskType {
+    /// Java's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlushDiskType::AsyncFlush => "ASYNC_FLUSH",
+            FlushDiskType::SyncFlush => "SYNC_FLUSH",
+        }
+    }
+}
+
+impl fmt::Display for FlushDiskType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromSetting for FlushDiskType {
+    fn from_setting(text: &str) -> Result<Self, Rejection> {
+        match text {
+            "ASYNC_FLUSH" => Ok(FlushDiskType::AsyncFlush),
+            "SYNC_FLUSH" => Ok(FlushDiskType::SyncFlush),
+            _ => Err(Rejection::Expected("ASYNC_FLUSH or SYNC_FLUSH".into())),
+        }
+    }
+}
+
+impl BrokerRole {
+    /// Java's name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BrokerRole::AsyncMaster => "ASYNC_MASTER",
+            BrokerRole::SyncMaster => "SYNC_MASTER",
+        }
+    }
+}
+
+impl fmt::Display for BrokerRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromSetting for BrokerRole {
+    fn from_setting(text: &str) -> Result<Self, Rejection> {
+        match text {
+            "ASYNC_MASTER" => Ok(BrokerRole::AsyncMaster),
+            "SYNC_MASTER" => Ok(BrokerRole::SyncMaster),
+            "SLAVE" => Err(Rejection::Unsupported(
+                "slaves are not supported yet; Skiff runs masters only (ASYNC_MASTER or SYNC_MASTER)"
+                    .into(),
+            )),
+            _ => Err(Rejection::Expected("ASYNC_MASTER or SYNC_MASTER".into())),
+        }
+    }
+}
+
+fn master_only(id: i64) -> Result<i64, Rejection> {
+    match id {
+        0 => Ok(0),
+        -1 => Err(Rejection::Unsupported(
+            "controller mode (brokerId=-1) is not supported yet; Skiff runs masters only \
+             (brokerId=0)"
+                .into(),
+        )),
+        _ => Err(Rejection::Unsupported(
+            "slaves are not supported yet; Skiff runs masters only (brokerId=0)".into(),
+        )),
+    }
+}
+
+fn address_list(list: Option<String>) -> Result<Option<String>, Rejection> {
+    let well_formed = |addr: &str| {
+        addr.rsplit_once(':')
+            .is_some_and(|(host, port)| !host.is_empty() && port.parse::<u16>().is_ok())
+    };
+    match &list {
+        Some(list) if !list.split(';').all(well_formed) => Err(Rejection::Expected(
+            "host:port addresses separated by ';', such as 127.0.0.1:9876;127.0.0.2:9876".into(),
+        )),
+        _ => Ok(list),
+    }
+}
+
+/// Java's `getMappedFileSizeConsumeQueue` rounds up to whole 20-byte entries.
+fn whole_cq_entries(size: u64) -> Result<u64, Rejection> {
+    positive(size.div_ceil(20) * 20)
+}
+
+fn hours_of_day(when: String) -> Result<String, Rejection> {
+    let hour = |h: &str| h.len() <= 2 && h.parse::<u8>().is_ok_and(|h| h < 24);
+    if when.split(';').all(hour) {
+        Ok(when)
+    } else {
+        Err(Rejection::Expected(
+            "hours of the day (00 to 23) separated by ';', such as 04 or 04;16".into(),
+        ))
+    }
+}
+
+fn disk_ratio(percent: u32) -> Result<u32, Rejection> {
+    if (10..=95).contains(&percent) {
+        Ok(percent)
+    } else {
+        Err(Rejection::Expected("a percentage from 10 to 95".into()))
+    }
+}
+
+fn permission(perm: i32) -> Result<i32, Rejection> {
+    if (0..=15).contains(&perm) {
+        Ok(perm)
+    } else {
+        Err(Rejection::Expected(
+            "permission bits from 0 to 15 (4 = read, 2 = write, 6 = both)".into(),
+        ))
+    }
+}

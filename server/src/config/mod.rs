@@ -1,0 +1,135 @@
+//! Configuration of the broker ([`BrokerConfig`]) and the name server ([`NamesrvConfig`]).
+//!
+//! Keys are Apache RocketMQ's own camelCase names (`listenPort`, `flushDiskType`, ...), so a Java
+//! deployment's `broker.conf` loads as it is. A file is read as TOML when its name ends in `.toml`
+//! and as a Java properties file otherwise. A key that Apache RocketMQ knows but Skiff does not
+//! implement is ignored with a warning; any other unknown key is an error with a "did you mean"
+//! suggestion, since it is most likely a typo.
+//!
+//! Each struct lists its keys in one `settings!` table: one line maps a Java key to a field, so
+//! adding a setting is adding a field, its default and one line.
+
+mod broker;
+mod error;
+mod java_keys;
+mod namesrv;
+mod properties;
+mod source;
+mod value;
+
+pub use broker::{BrokerConfig, BrokerRole, FlushDiskType};
+pub use error::{ConfigError, Location};
+pub use namesrv::NamesrvConfig;
+
+use std::collections::BTreeSet;
+use std::sync::Mutex;
+
+/// A config struct whose fields are set from `key = value` text (implemented by `settings!`).
+pub(crate) trait Settings {
+    /// The keys this struct reads.
+    const KEYS: &'static [&'static str];
+
+    /// Applies one setting; `None` when `key` is not one of [`Self::KEYS`].
+    fn apply(&mut self, key: &str, value: &str) -> Option<Result<(), ConfigError>>;
+}
+
+/// Maps each Java key to a field: `"listenPort" => listen_port,`. A `vet f` suffix passes the
+/// parsed value through `f: fn(T) -> Result<T, Rejection>` to refuse or adjust it.
+macro_rules! settings {
+    (@vet) => { $crate::config::value::any };
+    (@vet $vet:path) => { $vet };
+    ($ty:ty { $($key:literal => $field:ident $(vet $vet:path)?,)* }) => {
+        impl $crate::config::Settings for $ty {
+            const KEYS: &'static [&'static str] = &[$($key),*];
+
+            fn apply(
+                &mut self,
+                key: &str,
+                value: &str,
+            ) -> Option<Result<(), $crate::config::ConfigError>> {
+                Some(match key {
+                    $($key => $crate::config::value::parse(
+                        key,
+                        value,
+                        $crate::config::settings!(@vet $($vet)?),
+                    )
+                    .map(|v| self.$field = v),)*
+                    _ => return None,
+                })
+            }
+        }
+    };
+}
+pub(crate) use settings;
+
+/// Sets one key: ours, a Java key Skiff ignores (warned about once), or an error.
+pub(crate) fn set_one<S: Settings>(
+    settings: &mut S,
+    key: &str,
+    value: &str,
+    at: Option<Location>,
+) -> Result<(), ConfigError> {
+    let result = match settings.apply(key, value) {
+        Some(result) => result,
+        None if java_keys::is_java_key(key) => {
+            warn_ignored(key, at.as_ref());
+            Ok(())
+        }
+        None => Err(ConfigError::UnknownKey {
+            at: None,
+            key: key.to_owned(),
+            suggestion: suggest(key, S::KEYS),
+        }),
+    };
+    match at {
+        Some(at) => result.map_err(|e| e.at(at)),
+        None => result,
+    }
+}
+
+/// Logs that `key` is ignored, the first time only; returns whether it did.
+fn warn_ignored(key: &str, at: Option<&Location>) -> bool {
+    static WARNED: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+    let first_time = WARNED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .insert(key.to_owned());
+    if first_time {
+        match at {
+            Some(at) => tracing::warn!("{at}: ignored: Skiff does not implement {key}"),
+            None => tracing::warn!("ignored: Skiff does not implement {key}"),
+        }
+    }
+    first_time
+}
+
+/// The closest known key, ours first, if it is close enough to be the intended one.
+fn suggest(key: &str, ours: &[&'static str]) -> Option<&'static str> {
+    let wanted = key.to_ascii_lowercase();
+    let limit = (key.len() / 3).max(1);
+    ours.iter()
+        .chain(java_keys::JAVA_KEYS)
+        .map(|&known| (edit_distance(&wanted, &known.to_ascii_lowercase()), known))
+        .filter(|&(distance, _)| distance <= limit)
+        .min_by_key(|&(distance, _)| distance)
+        .map(|(_, known)| known)
+}
+
+/// Levenshtein distance over chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let substitute = diagonal + usize::from(ca != cb);
+            diagonal = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(row[j + 1] + 1);
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests;
