@@ -1,0 +1,60 @@
+package skiff.compat;
+
+/**
+ * Entry point of every scenario JVM: {@code Main <scenario> --namesrv host:port --id X [...]}.
+ * Prints "PASS" and exits 0, or prints "FAIL: reason" and exits 1. Client threads are not daemon
+ * threads, so the exit is explicit.
+ */
+public final class Main {
+    private Main() {
+    }
+
+    public static void main(String[] argv) {
+        int code;
+        try {
+            Common.Args a = new Common.Args(argv);
+            switch (a.scenario) {
+                case "producer":
+                    Producer.run(a);
+                    break;
+                case "clustering":
+                    Clustering.run(a);
+                    break;
+                case "broadcasting":
+                    Broadcasting.run(a);
+                    break;
+                case "tag-filter":
+                    TagFilter.run(a);
+                    break;
+                case "lite-pull-seek":
+                    LitePullSeek.run(a);
+                    break;
+                case "consumer-resume":
+                    ConsumerResume.run(a);
+                    break;
+                case "restart-produce":
+                    Restart.produce(a);
+                    break;
+                case "restart-verify":
+                    Restart.verify(a);
+                    break;
+                case "admin":
+                    Admin.run(a);
+                    break;
+                default:
+                    throw new Common.Fail("unknown scenario " + a.scenario);
+            }
+            System.out.println("PASS");
+            code = 0;
+        } catch (Common.Fail f) {
+            System.out.println("FAIL: " + f.getMessage());
+            code = 1;
+        } catch (Throwable t) {
+            System.out.println("FAIL: unexpected " + t);
+            t.printStackTrace(System.out);
+            code = 1;
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(code);
+    }
+}
