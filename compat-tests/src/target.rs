@@ -1,0 +1,421 @@
+//! The broker under test: Skiff (`skiff standalone`) or Apache RocketMQ (name server and broker
+//! JVMs from Maven Central), on free loopback ports with a temporary data directory, started,
+//! probed until ready, stopped gracefully or killed, and restarted on the same ports and data.
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+
+use crate::java;
+use crate::process::Proc;
+use crate::remoting::{self, code, Conn};
+use crate::settings::{self, TargetKind};
+
+/// How long a target may take to answer after start (the Java broker needs several seconds).
+const READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// How long a graceful stop may take.
+const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlushDisk {
+    Async,
+    Sync,
+}
+
+impl FlushDisk {
+    fn java_name(self) -> &'static str {
+        match self {
+            FlushDisk::Async => "ASYNC_FLUSH",
+            FlushDisk::Sync => "SYNC_FLUSH",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGTERM, then wait for the exit.
+    Graceful,
+    /// SIGKILL (`kill -9`).
+    Kill,
+}
+
+struct Running {
+    /// Skiff: the standalone process. Apache: the broker (the name server is in `namesrv`).
+    broker: Option<Proc>,
+    namesrv: Option<Proc>,
+    starts: u32,
+}
+
+pub struct Target {
+    pub kind: TargetKind,
+    dir: PathBuf,
+    namesrv_port: u16,
+    broker_port: u16,
+    flush: FlushDisk,
+    running: Mutex<Running>,
+}
+
+/// A free loopback port `p` for which `p + offsets` are free too (the Java broker also listens on
+/// listenPort - 2 and listenPort + 1).
+fn free_port(offsets: &[i32]) -> Result<u16> {
+    for _ in 0..100 {
+        let probe = TcpListener::bind("127.0.0.1:0")?;
+        let p = probe.local_addr()?.port() as i32;
+        let mut held = vec![probe];
+        let all_free = offsets.iter().all(|off| {
+            let q = p + off;
+            (1024..65536).contains(&q)
+                && TcpListener::bind(("127.0.0.1", q as u16))
+                    .map(|l| held.push(l))
+                    .is_ok()
+        });
+        if all_free {
+            return Ok(p as u16);
+        }
+    }
+    bail!("no free loopback port group found")
+}
+
+/// Removes data dirs left by earlier test processes that are gone (a shared target lives in a
+/// static and is never dropped).
+fn remove_stale_dirs(base: &Path) {
+    let Ok(entries) = fs::read_dir(base) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let pid = name.split('-').next().and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid {
+            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
+                let _ = fs::remove_dir_all(e.path());
+            }
+        }
+    }
+}
+
+fn new_dir(label: &str) -> Result<PathBuf> {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let base = std::env::temp_dir().join("skiff-compat");
+    fs::create_dir_all(&base)?;
+    remove_stale_dirs(&base);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = base.join(format!("{}-{label}-{n}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// The skiff binary: `$SKIFF_BIN`, else next to the test executable's `deps/` directory.
+pub fn skiff_bin() -> Result<PathBuf> {
+    if let Some(p) = std::env::var_os("SKIFF_BIN") {
+        let p = PathBuf::from(p);
+        if p.is_file() {
+            return Ok(p);
+        }
+        bail!("SKIFF_BIN={} does not exist", p.display());
+    }
+    let exe = std::env::current_exe()?;
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or_else(|| anyhow!("test executable {} has no profile dir", exe.display()))?;
+    let p = profile_dir.join("skiff");
+    if p.is_file() {
+        Ok(p)
+    } else {
+        bail!(
+            "skiff binary not found at {}: build it first: cargo build --bin skiff",
+            p.display()
+        )
+    }
+}
+
+impl Target {
+    /// Starts the target chosen by `SKIFF_COMPAT_TARGET` and waits until it serves.
+    pub fn start(label: &str, flush: FlushDisk) -> Result<Target> {
+        let kind = settings::target_kind()?;
+        let (namesrv_port, broker_port) = match kind {
+            TargetKind::Skiff => (free_port(&[])?, free_port(&[])?),
+            // 5.x names srv also binds nothing else; the broker binds port-2 (fast) and port+1 (HA).
+            TargetKind::Apache => (free_port(&[])?, free_port(&[-2, 1])?),
+        };
+        let t = Target {
+            kind,
+            dir: new_dir(label)?,
+            namesrv_port,
+            broker_port,
+            flush,
+            running: Mutex::new(Running {
+                broker: None,
+                namesrv: None,
+                starts: 0,
+            }),
+        };
+        t.write_config()?;
+        t.launch()?;
+        Ok(t)
+    }
+
+    pub fn namesrv(&self) -> String {
+        format!("127.0.0.1:{}", self.namesrv_port)
+    }
+
+    pub fn broker(&self) -> String {
+        format!("127.0.0.1:{}", self.broker_port)
+    }
+
+    /// The target's own directory (data, configs, logs); scenario run dirs go under it too.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn store_dir(&self) -> PathBuf {
+        self.dir.join("store")
+    }
+
+    fn write_config(&self) -> Result<()> {
+        match self.kind {
+            TargetKind::Skiff => fs::write(
+                self.dir.join("broker.toml"),
+                format!(
+                    "brokerIP1 = \"127.0.0.1\"\n\
+                     flushDiskType = \"{}\"\n\
+                     mappedFileSizeCommitLog = 10485760\n\
+                     autoCreateTopicEnable = true\n",
+                    self.flush.java_name()
+                ),
+            )?,
+            TargetKind::Apache => {
+                let home = self.dir.join("home");
+                fs::create_dir_all(home.join("conf"))?;
+                fs::write(
+                    self.dir.join("namesrv.conf"),
+                    format!("listenPort={}\n", self.namesrv_port),
+                )?;
+                let store = self.store_dir();
+                fs::write(
+                    self.dir.join("broker.conf"),
+                    format!(
+                        "brokerClusterName=DefaultCluster\n\
+                         brokerName=broker-a\n\
+                         brokerId=0\n\
+                         listenPort={}\n\
+                         namesrvAddr={}\n\
+                         brokerIP1=127.0.0.1\n\
+                         storePathRootDir={}\n\
+                         storePathCommitLog={}\n\
+                         autoCreateTopicEnable=true\n\
+                         flushDiskType={}\n\
+                         mappedFileSizeCommitLog=10485760\n",
+                        self.broker_port,
+                        self.namesrv(),
+                        store.display(),
+                        store.join("commitlog").display(),
+                        self.flush.java_name()
+                    ),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A JVM command for an Apache RocketMQ main class; logs go under `<dir>/home/logs`.
+    fn apache_command(&self, classpath: &str, main: &str, conf: &str) -> Command {
+        let home = self.dir.join("home");
+        let mut cmd = Command::new(java::java_bin());
+        cmd.current_dir(&self.dir)
+            .env("ROCKETMQ_HOME", &home)
+            .args([
+                "-Xms256m",
+                "-Xmx512m",
+                "-XX:+UseSerialGC",
+                "-XX:TieredStopAtLevel=1",
+                "-Xshare:auto",
+                // The store unmaps files through JDK internals.
+                "--add-opens=java.base/java.nio=ALL-UNNAMED",
+                "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+                "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+            ])
+            .arg(format!("-Duser.home={}", home.display()))
+            .arg(format!("-Drocketmq.home.dir={}", home.display()))
+            .arg("-cp")
+            .arg(classpath)
+            .arg(main)
+            .arg("-c")
+            .arg(self.dir.join(conf));
+        cmd
+    }
+
+    fn launch(&self) -> Result<()> {
+        let mut run = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        run.starts += 1;
+        let n = run.starts;
+        match self.kind {
+            TargetKind::Skiff => {
+                let mut cmd = Command::new(skiff_bin()?);
+                cmd.current_dir(&self.dir)
+                    .arg("standalone")
+                    .arg("--data")
+                    .arg(self.store_dir())
+                    .arg("--namesrv-listen")
+                    .arg(self.namesrv())
+                    .arg("--broker-listen")
+                    .arg(self.broker())
+                    .arg("-c")
+                    .arg(self.dir.join("broker.toml"));
+                run.broker = Some(Proc::spawn(&format!("skiff-{n}"), cmd, &self.dir)?);
+            }
+            TargetKind::Apache => {
+                let version = settings::apache_version();
+                let cp =
+                    java::classpath(&java::java_dir().join("broker"), "apache-broker", &version)?;
+                if run.namesrv.is_none() {
+                    let cmd = self.apache_command(
+                        &cp,
+                        "org.apache.rocketmq.namesrv.NamesrvStartup",
+                        "namesrv.conf",
+                    );
+                    run.namesrv = Some(Proc::spawn("namesrv", cmd, &self.dir)?);
+                }
+                let cmd = self.apache_command(
+                    &cp,
+                    "org.apache.rocketmq.broker.BrokerStartup",
+                    "broker.conf",
+                );
+                run.broker = Some(Proc::spawn(&format!("broker-{n}"), cmd, &self.dir)?);
+            }
+        }
+        drop(run);
+        self.wait_ready()
+    }
+
+    /// Fails with the processes' output if one of them has exited.
+    pub fn check_alive(&self) -> Result<()> {
+        let mut run = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let Running {
+            broker, namesrv, ..
+        } = &mut *run;
+        for p in [broker.as_mut(), namesrv.as_mut()].into_iter().flatten() {
+            if let Some(st) = p.exited()? {
+                bail!("{} exited ({st})\n{}", p.name, p.output_tail(60));
+            }
+        }
+        if broker.is_none() {
+            bail!("the broker is stopped");
+        }
+        Ok(())
+    }
+
+    /// Ready = the name server lists our broker address in its cluster info, and the broker
+    /// answers a heartbeat. Polled until READY_TIMEOUT.
+    fn wait_ready(&self) -> Result<()> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            self.check_alive()?;
+            let last = match self.probe() {
+                Ok(()) => return Ok(()),
+                Err(e) => format!("{e:#}"),
+            };
+            if Instant::now() >= deadline {
+                bail!(
+                    "target not ready within {READY_TIMEOUT:?}: {last}\n{}",
+                    self.logs()
+                );
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    fn probe(&self) -> Result<()> {
+        let wait = Duration::from_secs(2);
+        let mut ns = Conn::connect(&self.namesrv(), wait)?;
+        let info = ns.call(code::GET_BROKER_CLUSTER_INFO, 1, &[], &[], wait)?;
+        if info.code() != 0 {
+            bail!("cluster info: {}", info.code());
+        }
+        let addr = self.broker();
+        if !String::from_utf8_lossy(&info.body).contains(&format!("\"{addr}\"")) {
+            bail!("name server does not list {addr} yet");
+        }
+        let mut b = Conn::connect(&addr, wait)?;
+        let hb = b.call(code::HEART_BEAT, 2, &[], &remoting::empty_heartbeat(), wait)?;
+        if hb.code() != 0 {
+            bail!("heartbeat answered {} {}", hb.code(), hb.remark());
+        }
+        Ok(())
+    }
+
+    /// Stops the broker (Skiff: the whole standalone process; Apache: the broker JVM, the name
+    /// server stays up). Graceful stops must end within STOP_TIMEOUT.
+    pub fn stop(&self, how: Stop) -> Result<()> {
+        let mut run = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let mut p = run
+            .broker
+            .take()
+            .ok_or_else(|| anyhow!("the broker is already stopped"))?;
+        match how {
+            Stop::Kill => {
+                p.kill()?;
+            }
+            Stop::Graceful => {
+                p.signal(libc::SIGTERM)?;
+                match p.wait_for(STOP_TIMEOUT)? {
+                    // Java exits with 143 after its shutdown hooks ran on SIGTERM.
+                    Some(st) if st.success() || st.code() == Some(143) => {}
+                    Some(st) => bail!(
+                        "{} exited with {st} on SIGTERM\n{}",
+                        p.name,
+                        p.output_tail(60)
+                    ),
+                    None => {
+                        let tail = p.output_tail(60);
+                        p.kill()?;
+                        bail!(
+                            "{} did not stop within {STOP_TIMEOUT:?} of SIGTERM\n{tail}",
+                            p.name
+                        )
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts the broker again on the same ports and data directory, and waits until ready.
+    pub fn restart(&self) -> Result<()> {
+        self.launch().context("restart")
+    }
+
+    /// The tail of every process's output and log hints, for failure messages.
+    pub fn logs(&self) -> String {
+        let run = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        let mut s = String::new();
+        for p in [run.namesrv.as_ref(), run.broker.as_ref()]
+            .into_iter()
+            .flatten()
+        {
+            s.push_str(&p.output_tail(40));
+            s.push('\n');
+        }
+        s.push_str(&format!("(target dir: {})", self.dir.display()));
+        s
+    }
+}
+
+impl Drop for Target {
+    fn drop(&mut self) {
+        let run = self.running.get_mut().unwrap_or_else(|e| e.into_inner());
+        run.broker.take();
+        run.namesrv.take();
+        // Keep the data and logs of a failed test for inspection.
+        if !thread::panicking() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
