@@ -1,1 +1,12 @@
-//! placeholder
+//! Skiff's wire codecs.
+//!
+//! This crate owns the byte layouts clients put on the wire and the mapping between them and the
+//! protocol-neutral command model of `skiff-model`: the RocketMQ remoting frame with its JSON and
+//! ROCKETMQ binary headers, the request codes and header fields that become a
+//! [`skiff_model::command::Request`], the response codes, fields and bodies a
+//! [`skiff_model::command::Reply`] becomes ([`remoting`]), and the fastjson dialect Java RocketMQ
+//! writes bodies and config files in ([`fastjson`]). It is pure translation: it must not know the
+//! store, sockets, connections or handlers, so everything here is testable on bytes alone.
+
+pub mod fastjson;
+pub mod remoting;

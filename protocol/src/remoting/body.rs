@@ -1,0 +1,250 @@
+//! Request and response bodies: the batch message encoding and the fastjson bodies whose shapes
+//! are Java classes (`TopicConfigSerializeWrapper`, `RegisterBrokerBody`, `TopicStatsTable`, …).
+//!
+//! Field names are those of the Java classes because the Java client decodes these bodies with
+//! fastjson into them; unknown fields are ignored on input, as fastjson does.
+
+use std::collections::BTreeMap;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use serde::{Deserialize, Serialize, Serializer};
+use serde_json::Value;
+use skiff_model::consumer::{
+    ConsumeStats, MessageQueue, OffsetWrapper, TopicOffset, TopicStatsTable,
+};
+use skiff_model::message::{Message, Properties};
+use skiff_model::route::{DataVersion, TopicConfig};
+
+use crate::fastjson;
+
+// ---------------------------------------------------------------- batch messages
+
+/// Fixed bytes of one message in a batch body: total size, magic, body CRC, flag, body length,
+/// properties length.
+const BATCH_ENTRY_FIXED_LEN: usize = 4 + 4 + 4 + 4 + 4 + 2;
+
+/// Decodes a SEND_BATCH_MESSAGE body (`MessageDecoder.encodeMessages`): per message
+/// `i32 totalSize, i32 magic, i32 bodyCRC, i32 flag, i32 bodyLen + body, i16 propsLen + props`.
+/// Like Java, fields are read in sequence and the size, magic and CRC are not trusted.
+pub(super) fn decode_batch(body: &Bytes) -> Result<Vec<Message>, String> {
+    let mut buf = body.clone();
+    let mut messages = Vec::new();
+    while buf.has_remaining() {
+        if buf.remaining() < BATCH_ENTRY_FIXED_LEN - 2 {
+            return Err(format!("batch message {} is truncated", messages.len()));
+        }
+        buf.advance(12);
+        let flag = buf.get_i32();
+        let body_len = buf.get_i32();
+        if body_len < 0 || body_len as usize + 2 > buf.remaining() {
+            return Err(format!(
+                "batch message {} has a bad body length {body_len}",
+                messages.len()
+            ));
+        }
+        let message_body = buf.split_to(body_len as usize);
+        let props_len = buf.get_i16();
+        if props_len < 0 || props_len as usize > buf.remaining() {
+            return Err(format!(
+                "batch message {} has a bad properties length {props_len}",
+                messages.len()
+            ));
+        }
+        let properties = Properties::decode_bytes(&buf.split_to(props_len as usize));
+        messages.push(Message {
+            flag,
+            body: message_body,
+            properties,
+        });
+    }
+    Ok(messages)
+}
+
+/// Encodes messages as a SEND_BATCH_MESSAGE body, exactly as Java's `MessageDecoder.encodeMessages`.
+pub(super) fn encode_batch(messages: &[Message]) -> Bytes {
+    let mut out = BytesMut::new();
+    for message in messages {
+        let properties = message.properties.encode();
+        out.put_i32((BATCH_ENTRY_FIXED_LEN + message.body.len() + properties.len()) as i32);
+        out.put_i32(0);
+        out.put_i32(0);
+        out.put_i32(message.flag);
+        out.put_i32(message.body.len() as i32);
+        out.put_slice(&message.body);
+        out.put_i16(properties.len() as i16);
+        out.put_slice(properties.as_bytes());
+    }
+    out.freeze()
+}
+
+// ---------------------------------------------------------------- JSON bodies
+
+/// `TopicConfigSerializeWrapper`: GET_ALL_TOPIC_CONFIG's body and `topics.json`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(super) struct TopicConfigWrapper {
+    pub topic_config_table: BTreeMap<String, TopicConfig>,
+    pub data_version: DataVersion,
+}
+
+/// `RegisterBrokerBody` (uncompressed form).
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(super) struct RegisterBrokerBody {
+    pub topic_config_serialize_wrapper: TopicConfigWrapper,
+    pub filter_server_list: Vec<String>,
+}
+
+/// `TopicList`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(super) struct TopicList {
+    pub topic_list: Vec<String>,
+}
+
+/// `GetConsumerListByGroupResponseBody`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(super) struct ConsumerList {
+    pub consumer_id_list: Vec<String>,
+}
+
+/// `KVTable`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(super) struct KvTable {
+    pub table: BTreeMap<String, String>,
+}
+
+/// A `Map<MessageQueue, V>` field: fastjson writes the queue objects as bare keys.
+struct QueueMap<'a, V>(&'a [(MessageQueue, V)]);
+
+impl<V: Serialize> Serialize for QueueMap<'_, V> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(self.0.iter().map(|(queue, value)| (queue, value)))
+    }
+}
+
+/// `TopicStatsTable` as Java writes it.
+pub(super) fn topic_stats_json(stats: &TopicStatsTable) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Wire<'a> {
+        offset_table: QueueMap<'a, TopicOffset>,
+        topic_put_tps: f64,
+    }
+    to_json(&Wire {
+        offset_table: QueueMap(&stats.offset_table),
+        topic_put_tps: 0.0,
+    })
+}
+
+/// `ConsumeStats` as Java writes it.
+pub(super) fn consume_stats_json(stats: &ConsumeStats) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Wire<'a> {
+        offset_table: QueueMap<'a, OffsetWrapper>,
+        consume_tps: f64,
+    }
+    to_json(&Wire {
+        offset_table: QueueMap(&stats.offset_table),
+        consume_tps: stats.consume_tps,
+    })
+}
+
+/// Serializes a body built from model types, which always serialize.
+pub(super) fn to_json<T: Serialize>(value: &T) -> String {
+    fastjson::to_string(value).expect("model types serialize to JSON")
+}
+
+/// Reads a `Map<MessageQueue, V>` member from Java's output: bare object keys, or (fastjson with
+/// `WriteNonStringKeyAsString`) keys holding the object's JSON text.
+fn queue_map<V: for<'de> Deserialize<'de>>(
+    body: &Value,
+    field: &str,
+) -> Result<Vec<(MessageQueue, V)>, String> {
+    let Some(table) = body.get(field) else {
+        return Ok(Vec::new());
+    };
+    let table = table
+        .as_object()
+        .ok_or_else(|| format!("{field} is not an object"))?;
+    let mut entries = Vec::with_capacity(table.len());
+    for (key, value) in table {
+        let queue: MessageQueue =
+            fastjson::from_str(key).map_err(|e| format!("{field} key {key}: {e}"))?;
+        let value =
+            serde_json::from_value(value.clone()).map_err(|e| format!("{field} value: {e}"))?;
+        entries.push((queue, value));
+    }
+    // Java's HashMap order is meaningless; sort so that results are stable.
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
+}
+
+pub(super) fn parse_topic_stats(body: &[u8]) -> Result<TopicStatsTable, String> {
+    let value = fastjson::parse_slice(body).map_err(|e| e.to_string())?;
+    Ok(TopicStatsTable {
+        offset_table: queue_map(&value, "offsetTable")?,
+    })
+}
+
+pub(super) fn parse_consume_stats(body: &[u8]) -> Result<ConsumeStats, String> {
+    let value = fastjson::parse_slice(body).map_err(|e| e.to_string())?;
+    Ok(ConsumeStats {
+        offset_table: queue_map(&value, "offsetTable")?,
+        consume_tps: value
+            .get("consumeTps")
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_round_trip() {
+        let messages = vec![
+            Message {
+                flag: 3,
+                body: Bytes::from_static(b"one"),
+                properties: Properties::decode("TAGS\u{1}A\u{2}"),
+            },
+            Message::default(),
+        ];
+        let body = encode_batch(&messages);
+        assert_eq!(decode_batch(&body).unwrap(), messages);
+        for cut in 1..body.len() {
+            if cut != 22 + 3 + 7 {
+                assert!(decode_batch(&body.slice(..cut)).is_err(), "cut at {cut}");
+            }
+        }
+    }
+
+    #[test]
+    fn queue_maps_are_written_with_bare_keys() {
+        let stats = TopicStatsTable {
+            offset_table: vec![(
+                MessageQueue {
+                    topic: "T".into(),
+                    broker_name: "b".into(),
+                    queue_id: 0,
+                },
+                TopicOffset {
+                    min_offset: 1,
+                    max_offset: 2,
+                    last_update_timestamp: 3,
+                },
+            )],
+        };
+        let json = topic_stats_json(&stats);
+        assert_eq!(
+            json,
+            r#"{"offsetTable":{{"brokerName":"b","queueId":0,"topic":"T"}:{"lastUpdateTimestamp":3,"maxOffset":2,"minOffset":1}},"topicPutTps":0.0}"#
+        );
+        assert_eq!(parse_topic_stats(json.as_bytes()).unwrap(), stats);
+    }
+}

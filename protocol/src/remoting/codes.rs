@@ -1,0 +1,134 @@
+//! Request and response codes (`RequestCode`, `ResponseCode` in Apache RocketMQ) that Skiff speaks.
+
+use skiff_model::command::ErrorKind;
+
+/// Request codes.
+pub mod request {
+    pub const SEND_MESSAGE: i32 = 10;
+    pub const PULL_MESSAGE: i32 = 11;
+    pub const QUERY_CONSUMER_OFFSET: i32 = 14;
+    pub const UPDATE_CONSUMER_OFFSET: i32 = 15;
+    pub const UPDATE_AND_CREATE_TOPIC: i32 = 17;
+    pub const GET_ALL_TOPIC_CONFIG: i32 = 21;
+    pub const GET_BROKER_RUNTIME_INFO: i32 = 28;
+    pub const SEARCH_OFFSET_BY_TIMESTAMP: i32 = 29;
+    pub const GET_MAX_OFFSET: i32 = 30;
+    pub const GET_MIN_OFFSET: i32 = 31;
+    pub const GET_EARLIEST_MSG_STORETIME: i32 = 32;
+    pub const HEART_BEAT: i32 = 34;
+    pub const UNREGISTER_CLIENT: i32 = 35;
+    pub const GET_CONSUMER_LIST_BY_GROUP: i32 = 38;
+    pub const NOTIFY_CONSUMER_IDS_CHANGED: i32 = 40;
+    pub const REGISTER_BROKER: i32 = 103;
+    pub const UNREGISTER_BROKER: i32 = 104;
+    pub const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
+    pub const GET_BROKER_CLUSTER_INFO: i32 = 106;
+    pub const UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: i32 = 200;
+    pub const GET_TOPIC_STATS_INFO: i32 = 202;
+    pub const GET_ALL_TOPIC_LIST_FROM_NAMESERVER: i32 = 206;
+    pub const GET_CONSUME_STATS: i32 = 208;
+    pub const DELETE_TOPIC_IN_BROKER: i32 = 215;
+    pub const DELETE_TOPIC_IN_NAMESRV: i32 = 216;
+    pub const SEND_MESSAGE_V2: i32 = 310;
+    pub const SEND_BATCH_MESSAGE: i32 = 320;
+    pub const LITE_PULL_MESSAGE: i32 = 361;
+}
+
+/// Response codes.
+pub mod response {
+    pub const SUCCESS: i32 = 0;
+    pub const SYSTEM_ERROR: i32 = 1;
+    pub const SYSTEM_BUSY: i32 = 2;
+    pub const REQUEST_CODE_NOT_SUPPORTED: i32 = 3;
+    pub const FLUSH_DISK_TIMEOUT: i32 = 10;
+    pub const SLAVE_NOT_AVAILABLE: i32 = 11;
+    pub const FLUSH_SLAVE_TIMEOUT: i32 = 12;
+    pub const MESSAGE_ILLEGAL: i32 = 13;
+    pub const SERVICE_NOT_AVAILABLE: i32 = 14;
+    pub const VERSION_NOT_SUPPORTED: i32 = 15;
+    pub const NO_PERMISSION: i32 = 16;
+    pub const TOPIC_NOT_EXIST: i32 = 17;
+    pub const TOPIC_EXIST_ALREADY: i32 = 18;
+    pub const PULL_NOT_FOUND: i32 = 19;
+    pub const PULL_RETRY_IMMEDIATELY: i32 = 20;
+    pub const PULL_OFFSET_MOVED: i32 = 21;
+    pub const QUERY_NOT_FOUND: i32 = 22;
+    pub const SUBSCRIPTION_PARSE_FAILED: i32 = 23;
+    pub const SUBSCRIPTION_NOT_EXIST: i32 = 24;
+    pub const SUBSCRIPTION_NOT_LATEST: i32 = 25;
+    pub const SUBSCRIPTION_GROUP_NOT_EXIST: i32 = 26;
+    pub const INVALID_PARAMETER: i32 = 29;
+    pub const CONSUMER_NOT_ONLINE: i32 = 206;
+    pub const FLOW_CONTROL: i32 = 215;
+}
+
+const ERRORS: [(ErrorKind, i32); 17] = [
+    (ErrorKind::SystemError, response::SYSTEM_ERROR),
+    (ErrorKind::SystemBusy, response::SYSTEM_BUSY),
+    (
+        ErrorKind::RequestNotSupported,
+        response::REQUEST_CODE_NOT_SUPPORTED,
+    ),
+    (ErrorKind::TopicNotExist, response::TOPIC_NOT_EXIST),
+    (ErrorKind::TopicExistAlready, response::TOPIC_EXIST_ALREADY),
+    (ErrorKind::MessageIllegal, response::MESSAGE_ILLEGAL),
+    (
+        ErrorKind::ServiceNotAvailable,
+        response::SERVICE_NOT_AVAILABLE,
+    ),
+    (ErrorKind::NoPermission, response::NO_PERMISSION),
+    (ErrorKind::QueryNotFound, response::QUERY_NOT_FOUND),
+    (
+        ErrorKind::SubscriptionParseFailed,
+        response::SUBSCRIPTION_PARSE_FAILED,
+    ),
+    (
+        ErrorKind::SubscriptionNotExist,
+        response::SUBSCRIPTION_NOT_EXIST,
+    ),
+    (
+        ErrorKind::SubscriptionNotLatest,
+        response::SUBSCRIPTION_NOT_LATEST,
+    ),
+    (
+        ErrorKind::SubscriptionGroupNotExist,
+        response::SUBSCRIPTION_GROUP_NOT_EXIST,
+    ),
+    (ErrorKind::InvalidParameter, response::INVALID_PARAMETER),
+    (ErrorKind::ConsumerNotOnline, response::CONSUMER_NOT_ONLINE),
+    (ErrorKind::FlowControl, response::FLOW_CONTROL),
+    (
+        ErrorKind::VersionNotSupported,
+        response::VERSION_NOT_SUPPORTED,
+    ),
+];
+
+/// The response code Java uses for `kind`.
+pub fn error_code(kind: ErrorKind) -> i32 {
+    ERRORS
+        .iter()
+        .find(|(k, _)| *k == kind)
+        .map_or(response::SYSTEM_ERROR, |(_, code)| *code)
+}
+
+/// The error kind of a failure response code; codes Skiff does not model read as system errors.
+pub fn error_kind(code: i32) -> ErrorKind {
+    ERRORS
+        .iter()
+        .find(|(_, c)| *c == code)
+        .map_or(ErrorKind::SystemError, |(kind, _)| *kind)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_kind_has_its_own_code() {
+        for (kind, code) in ERRORS {
+            assert_eq!(error_code(kind), code);
+            assert_eq!(error_kind(code), kind);
+        }
+        assert_eq!(error_kind(4242), ErrorKind::SystemError);
+    }
+}

@@ -1,0 +1,784 @@
+//! Request frames ⇄ [`Request`]: which code carries which header fields and body.
+
+use skiff_model::command::{
+    AutoCreateTopic, BoundaryType, ErrorKind, ErrorReply, PullRequest, QueueRef, Request,
+    SendRequest, SubscriptionExpression,
+};
+use skiff_model::consumer::{HeartbeatData, SubscriptionGroupConfig, EXPRESSION_TYPE_TAG};
+use skiff_model::message::{keys, Message, Properties};
+use skiff_model::record::body_crc;
+use skiff_model::route::{BrokerRegistration, TopicConfig, TopicFilterType};
+
+use super::body::{self, RegisterBrokerBody};
+use super::codes::request as code;
+use super::command::{Body, RemotingCommand, FLAG_ONEWAY};
+use super::fields::{system_error, Fields, FieldsOut};
+use crate::fastjson;
+
+/// `PullSysFlag` bits of a pull request's `sysFlag`.
+mod pull_flag {
+    pub const COMMIT_OFFSET: i32 = 0x1;
+    pub const SUSPEND: i32 = 0x2;
+    pub const SUBSCRIPTION: i32 = 0x4;
+    pub const LITE_PULL: i32 = 0x10;
+}
+
+/// Header field names of a send: `SendMessageRequestHeader` (code 10) or the one-letter names of
+/// `SendMessageRequestHeaderV2` (codes 310 and 320).
+struct SendNames {
+    producer_group: &'static str,
+    topic: &'static str,
+    default_topic: &'static str,
+    default_topic_queue_nums: &'static str,
+    queue_id: &'static str,
+    sys_flag: &'static str,
+    born_timestamp: &'static str,
+    flag: &'static str,
+    properties: &'static str,
+    reconsume_times: &'static str,
+    unit_mode: &'static str,
+    max_reconsume_times: &'static str,
+    batch: &'static str,
+    broker_name: &'static str,
+}
+
+const SEND_V1: SendNames = SendNames {
+    producer_group: "producerGroup",
+    topic: "topic",
+    default_topic: "defaultTopic",
+    default_topic_queue_nums: "defaultTopicQueueNums",
+    queue_id: "queueId",
+    sys_flag: "sysFlag",
+    born_timestamp: "bornTimestamp",
+    flag: "flag",
+    properties: "properties",
+    reconsume_times: "reconsumeTimes",
+    unit_mode: "unitMode",
+    max_reconsume_times: "maxReconsumeTimes",
+    batch: "batch",
+    // The 5.x V1 header inherits the broker name from `RpcRequestHeader.bname`.
+    broker_name: "bname",
+};
+
+const SEND_V2: SendNames = SendNames {
+    producer_group: "a",
+    topic: "b",
+    default_topic: "c",
+    default_topic_queue_nums: "d",
+    queue_id: "e",
+    sys_flag: "f",
+    born_timestamp: "g",
+    flag: "h",
+    properties: "i",
+    reconsume_times: "j",
+    unit_mode: "k",
+    max_reconsume_times: "l",
+    batch: "m",
+    broker_name: "n",
+};
+
+/// Server side: what the client asked. `Err` is the reply to send back: Java's answers for an
+/// unknown code (REQUEST_CODE_NOT_SUPPORTED, `" request type <code> not supported"`), a missing
+/// required header field (SYSTEM_ERROR, `"the custom field <name> is null"`), a field that does not
+/// parse, or a malformed body.
+pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
+    let f = Fields(&cmd.ext_fields);
+    let request = match cmd.code {
+        code::SEND_MESSAGE => Request::Send(decode_send(cmd, &SEND_V1)?),
+        code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE => {
+            Request::Send(decode_send(cmd, &SEND_V2)?)
+        }
+        code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => Request::Pull(decode_pull(cmd)?),
+        code::QUERY_CONSUMER_OFFSET => Request::QueryConsumerOffset {
+            group: f.string("consumerGroup")?,
+            queue: queue(&f)?,
+        },
+        code::UPDATE_CONSUMER_OFFSET => Request::UpdateConsumerOffset {
+            group: f.string("consumerGroup")?,
+            queue: queue(&f)?,
+            offset: f.num("commitOffset")?,
+        },
+        code::SEARCH_OFFSET_BY_TIMESTAMP => Request::SearchOffsetByTimestamp {
+            queue: queue(&f)?,
+            timestamp: f.num("timestamp")?,
+            // `BoundaryType.getType`: UPPER in any case, anything else LOWER.
+            boundary: match f.opt("boundaryType") {
+                Some(b) if b.eq_ignore_ascii_case("upper") => BoundaryType::Upper,
+                _ => BoundaryType::Lower,
+            },
+        },
+        code::GET_MAX_OFFSET => Request::GetMaxOffset { queue: queue(&f)? },
+        code::GET_MIN_OFFSET => Request::GetMinOffset { queue: queue(&f)? },
+        code::GET_EARLIEST_MSG_STORETIME => Request::GetEarliestMsgStoreTime { queue: queue(&f)? },
+        code::HEART_BEAT => Request::Heartbeat(json_body::<HeartbeatData>(cmd)?),
+        code::UNREGISTER_CLIENT => Request::UnregisterClient {
+            client_id: f.string("clientID")?,
+            producer_group: f.opt_string("producerGroup"),
+            consumer_group: f.opt_string("consumerGroup"),
+        },
+        code::GET_CONSUMER_LIST_BY_GROUP => Request::GetConsumerListByGroup {
+            group: f.string("consumerGroup")?,
+        },
+        code::UPDATE_AND_CREATE_TOPIC => Request::CreateTopic(decode_create_topic(&f)?),
+        code::DELETE_TOPIC_IN_BROKER => Request::DeleteTopicInBroker {
+            topic: f.string("topic")?,
+        },
+        code::GET_ALL_TOPIC_CONFIG => Request::GetAllTopicConfig,
+        code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
+            Request::CreateSubscriptionGroup(json_body::<SubscriptionGroupConfig>(cmd)?)
+        }
+        code::GET_TOPIC_STATS_INFO => Request::GetTopicStats {
+            topic: f.string("topic")?,
+        },
+        code::GET_CONSUME_STATS => Request::GetConsumeStats {
+            group: f.string("consumerGroup")?,
+            topic: f.opt_string("topic"),
+        },
+        code::GET_BROKER_RUNTIME_INFO => Request::GetBrokerRuntimeInfo,
+        code::REGISTER_BROKER => Request::RegisterBroker(decode_register_broker(cmd)?),
+        code::UNREGISTER_BROKER => Request::UnregisterBroker {
+            cluster_name: f.string("clusterName")?,
+            broker_name: f.string("brokerName")?,
+            broker_addr: f.string("brokerAddr")?,
+            broker_id: f.num("brokerId")?,
+        },
+        code::GET_ROUTEINFO_BY_TOPIC => Request::GetRouteInfo {
+            topic: f.string("topic")?,
+        },
+        code::GET_BROKER_CLUSTER_INFO => Request::GetBrokerClusterInfo,
+        code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => Request::GetAllTopicList,
+        code::DELETE_TOPIC_IN_NAMESRV => Request::DeleteTopicInNamesrv {
+            topic: f.string("topic")?,
+            cluster_name: f.opt_string("clusterName"),
+        },
+        code::NOTIFY_CONSUMER_IDS_CHANGED => Request::NotifyConsumerIdsChanged {
+            group: f.string("consumerGroup")?,
+        },
+        other => {
+            return Err(ErrorReply {
+                kind: ErrorKind::RequestNotSupported,
+                message: format!(" request type {other} not supported"),
+            })
+        }
+    };
+    Ok(request)
+}
+
+fn queue(f: &Fields) -> Result<QueueRef, ErrorReply> {
+    Ok(QueueRef {
+        topic: f.string("topic")?,
+        queue_id: f.num("queueId")?,
+    })
+}
+
+/// A JSON (fastjson) body; an empty or malformed one is a system error, as Java's NPE would be.
+fn json_body<T: serde::de::DeserializeOwned>(cmd: &RemotingCommand) -> Result<T, ErrorReply> {
+    let body = cmd.body.to_bytes();
+    if body.is_empty() {
+        return Err(system_error("the request body is empty"));
+    }
+    fastjson::from_slice(&body).map_err(|e| system_error(format!("malformed request body: {e}")))
+}
+
+fn decode_send(cmd: &RemotingCommand, names: &SendNames) -> Result<SendRequest, ErrorReply> {
+    let f = Fields(&cmd.ext_fields);
+    let producer_group = f.string(names.producer_group)?;
+    let topic = f.string(names.topic)?;
+    let default_topic = f.string(names.default_topic)?;
+    let default_topic_queue_nums: i32 = f.num(names.default_topic_queue_nums)?;
+    let queue_id = f.num(names.queue_id)?;
+    let sys_flag = f.num(names.sys_flag)?;
+    let born_timestamp = f.num(names.born_timestamp)?;
+    let flag = f.num(names.flag)?;
+    let properties = Properties::decode(f.raw(names.properties).unwrap_or(""));
+    // The 5.x broker dispatches on the batch field; code 320 always means a batch.
+    let batch = cmd.code == code::SEND_BATCH_MESSAGE || f.opt_bool(names.batch) == Some(true);
+    let body = cmd.body.to_bytes();
+    let messages = if batch {
+        let mut messages = body::decode_batch(&body).map_err(|e| ErrorReply {
+            kind: ErrorKind::MessageIllegal,
+            message: format!("malformed batch body: {e}"),
+        })?;
+        for message in &mut messages {
+            merge_batch_properties(message, &properties);
+        }
+        messages
+    } else {
+        vec![Message {
+            flag,
+            body,
+            properties,
+        }]
+    };
+    Ok(SendRequest {
+        producer_group,
+        topic,
+        queue_id,
+        sys_flag,
+        born_timestamp,
+        reconsume_times: f.opt_num(names.reconsume_times)?.unwrap_or(0),
+        max_reconsume_times: f.opt_num(names.max_reconsume_times)?,
+        unit_mode: f.opt_bool(names.unit_mode).unwrap_or(false),
+        auto_create: (!default_topic.is_empty()).then_some(AutoCreateTopic {
+            template_topic: default_topic,
+            queue_nums: default_topic_queue_nums,
+        }),
+        batch,
+        messages,
+        broker_name: f
+            .opt_string(names.broker_name)
+            .or_else(|| f.opt_string("bname")),
+    })
+}
+
+/// The batch header's properties apply to every inner message (the 4.9 broker appends them to
+/// each stored record), but never override what a message carries itself: 5.x clients put the
+/// batch's own `UNIQ_KEY` in the header, which must not replace the per-message ids.
+fn merge_batch_properties(message: &mut Message, header: &Properties) {
+    for (name, value) in header.iter() {
+        if name != keys::UNIQ_CLIENT_MESSAGE_ID_KEYIDX && !message.properties.contains(name) {
+            message.properties.insert(name, value);
+        }
+    }
+}
+
+fn decode_pull(cmd: &RemotingCommand) -> Result<PullRequest, ErrorReply> {
+    let f = Fields(&cmd.ext_fields);
+    let consumer_group = f.string("consumerGroup")?;
+    let queue = queue(&f)?;
+    let queue_offset = f.num("queueOffset")?;
+    let max_msg_nums = f.num("maxMsgNums")?;
+    let sys_flag: i32 = f.num("sysFlag")?;
+    let commit_offset: i64 = f.num("commitOffset")?;
+    let suspend_timeout_millis: i64 = f.num("suspendTimeoutMillis")?;
+    let sub_version = f.num("subVersion")?;
+    let subscription = (sys_flag & pull_flag::SUBSCRIPTION != 0).then(|| SubscriptionExpression {
+        expression_type: f
+            .opt("expressionType")
+            .unwrap_or(EXPRESSION_TYPE_TAG)
+            .to_string(),
+        expression: f.opt("subscription").unwrap_or("").to_string(),
+        version: sub_version,
+    });
+    Ok(PullRequest {
+        consumer_group,
+        queue,
+        queue_offset,
+        max_msg_nums,
+        max_msg_bytes: f.opt_num("maxMsgBytes")?,
+        commit_offset: (sys_flag & pull_flag::COMMIT_OFFSET != 0).then_some(commit_offset),
+        suspend_timeout_millis: (sys_flag & pull_flag::SUSPEND != 0)
+            .then_some(suspend_timeout_millis.max(0) as u64),
+        subscription,
+        sub_version,
+        lite: cmd.code == code::LITE_PULL_MESSAGE || sys_flag & pull_flag::LITE_PULL != 0,
+    })
+}
+
+fn decode_create_topic(f: &Fields) -> Result<TopicConfig, ErrorReply> {
+    let topic_filter_type = match f.opt("topicFilterType") {
+        None | Some("SINGLE_TAG") => TopicFilterType::SingleTag,
+        Some("MULTI_TAG") => TopicFilterType::MultiTag,
+        Some(other) => {
+            return Err(system_error(format!(
+                "No enum constant org.apache.rocketmq.common.TopicFilterType.{other}"
+            )))
+        }
+    };
+    Ok(TopicConfig {
+        topic_name: f.string("topic")?,
+        read_queue_nums: f.num("readQueueNums")?,
+        write_queue_nums: f.num("writeQueueNums")?,
+        perm: f.num("perm")?,
+        topic_filter_type,
+        topic_sys_flag: f.opt_num("topicSysFlag")?.unwrap_or(0),
+        order: f.opt_bool("order").unwrap_or(false),
+        attributes: parse_attributes(f.opt("attributes").unwrap_or(""))?,
+    })
+}
+
+/// `AttributeParser.parseToMap`: `+key=value` adds or changes an attribute, `-key` deletes one.
+/// The keys keep their sign, as in Java, so the server can tell the two apart.
+fn parse_attributes(text: &str) -> Result<std::collections::BTreeMap<String, String>, ErrorReply> {
+    let mut attributes = std::collections::BTreeMap::new();
+    if text.is_empty() {
+        return Ok(attributes);
+    }
+    for item in text.split(',') {
+        let (key, value) = match item.split_once('=') {
+            Some((key, value)) if key.contains('+') => (key, value.split('=').next().unwrap_or("")),
+            Some((key, _)) => {
+                return Err(system_error(format!(
+                    "add/alter attribute format is wrong: {key}"
+                )))
+            }
+            None if item.contains('-') => (item, ""),
+            None => {
+                return Err(system_error(format!(
+                    "delete attribute format is wrong: {item}"
+                )))
+            }
+        };
+        if attributes
+            .insert(key.to_string(), value.to_string())
+            .is_some()
+        {
+            return Err(system_error(format!("key duplication: {key}")));
+        }
+    }
+    Ok(attributes)
+}
+
+/// `AttributeParser.parseToString`.
+fn format_attributes(attributes: &std::collections::BTreeMap<String, String>) -> String {
+    attributes
+        .iter()
+        .map(|(k, v)| {
+            if v.is_empty() {
+                k.clone()
+            } else {
+                format!("{k}={v}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+fn decode_register_broker(cmd: &RemotingCommand) -> Result<BrokerRegistration, ErrorReply> {
+    let f = Fields(&cmd.ext_fields);
+    let registration = BrokerRegistration {
+        cluster_name: f.string("clusterName")?,
+        broker_name: f.string("brokerName")?,
+        broker_addr: f.string("brokerAddr")?,
+        broker_id: f.num("brokerId")?,
+        ha_server_addr: f.string("haServerAddr")?,
+        heartbeat_timeout_millis: f.opt_num("heartbeatTimeoutMillis")?,
+        enable_acting_master: f.opt_bool("enableActingMaster").unwrap_or(false),
+        ..BrokerRegistration::default()
+    };
+    let body = cmd.body.to_bytes();
+    let crc: i32 = f.opt_num("bodyCrc32")?.unwrap_or(0);
+    if crc != 0 && body_crc(&body) != crc {
+        return Err(system_error("crc32 not match"));
+    }
+    if f.opt_bool("compressed") == Some(true) {
+        return Err(system_error(
+            "compressed RegisterBrokerBody is not supported; set compressedRegister=false on the broker",
+        ));
+    }
+    if body.is_empty() {
+        return Ok(registration);
+    }
+    let parsed: RegisterBrokerBody = fastjson::from_slice(&body)
+        .map_err(|e| system_error(format!("Failed to decode RegisterBrokerBody: {e}")))?;
+    Ok(BrokerRegistration {
+        data_version: parsed.topic_config_serialize_wrapper.data_version,
+        topics: parsed.topic_config_serialize_wrapper.topic_config_table,
+        filter_server_list: parsed.filter_server_list,
+        ..registration
+    })
+}
+
+/// Client side: the request frame for `request` (JSON header, [`super::SKIFF_VERSION`], JAVA), as
+/// Skiff's tools, the broker registering with a name server, or the broker notifying a consumer
+/// send it. Sends use SEND_MESSAGE_V2, or SEND_BATCH_MESSAGE for batches.
+pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingCommand {
+    let mut cmd = match request {
+        Request::Send(send) => encode_send(send),
+        Request::Pull(pull) => encode_pull(pull),
+        _ => RemotingCommand::request(0, 0),
+    };
+    cmd.code = request_code(request);
+    cmd.opaque = opaque;
+    if oneway {
+        cmd.flag |= FLAG_ONEWAY;
+    }
+    let mut out = FieldsOut(&mut cmd.ext_fields);
+    match request {
+        Request::Send(_) | Request::Pull(_) => {}
+        Request::QueryConsumerOffset { group, queue } => {
+            out.put("consumerGroup", group);
+            put_queue(&mut out, queue);
+        }
+        Request::UpdateConsumerOffset {
+            group,
+            queue,
+            offset,
+        } => {
+            out.put("consumerGroup", group).put("commitOffset", offset);
+            put_queue(&mut out, queue);
+        }
+        Request::SearchOffsetByTimestamp {
+            queue,
+            timestamp,
+            boundary,
+        } => {
+            put_queue(&mut out, queue);
+            out.put("timestamp", timestamp).put(
+                "boundaryType",
+                match boundary {
+                    BoundaryType::Lower => "LOWER",
+                    BoundaryType::Upper => "UPPER",
+                },
+            );
+        }
+        Request::GetMaxOffset { queue }
+        | Request::GetMinOffset { queue }
+        | Request::GetEarliestMsgStoreTime { queue } => {
+            put_queue(&mut out, queue);
+        }
+        Request::Heartbeat(heartbeat) => {
+            cmd.body = Body::from(body::to_json(heartbeat).into_bytes())
+        }
+        Request::UnregisterClient {
+            client_id,
+            producer_group,
+            consumer_group,
+        } => {
+            out.put("clientID", client_id)
+                .put_opt("producerGroup", producer_group.as_ref())
+                .put_opt("consumerGroup", consumer_group.as_ref());
+        }
+        Request::GetConsumerListByGroup { group } | Request::NotifyConsumerIdsChanged { group } => {
+            out.put("consumerGroup", group);
+        }
+        Request::CreateTopic(topic) => {
+            out.put("topic", &topic.topic_name)
+                .put("defaultTopic", skiff_model::topic::AUTO_CREATE_TOPIC_KEY)
+                .put("readQueueNums", topic.read_queue_nums)
+                .put("writeQueueNums", topic.write_queue_nums)
+                .put("perm", topic.perm)
+                .put(
+                    "topicFilterType",
+                    match topic.topic_filter_type {
+                        TopicFilterType::SingleTag => "SINGLE_TAG",
+                        TopicFilterType::MultiTag => "MULTI_TAG",
+                    },
+                )
+                .put("topicSysFlag", topic.topic_sys_flag)
+                .put("order", topic.order);
+            if !topic.attributes.is_empty() {
+                out.put("attributes", format_attributes(&topic.attributes));
+            }
+        }
+        Request::DeleteTopicInBroker { topic }
+        | Request::GetTopicStats { topic }
+        | Request::GetRouteInfo { topic } => {
+            out.put("topic", topic);
+        }
+        Request::CreateSubscriptionGroup(group) => {
+            cmd.body = Body::from(body::to_json(group).into_bytes())
+        }
+        Request::GetConsumeStats { group, topic } => {
+            out.put("consumerGroup", group)
+                .put_opt("topic", topic.as_ref());
+        }
+        Request::RegisterBroker(registration) => {
+            let body = body::to_json(&RegisterBrokerBody {
+                topic_config_serialize_wrapper: body::TopicConfigWrapper {
+                    topic_config_table: registration.topics.clone(),
+                    data_version: registration.data_version,
+                },
+                filter_server_list: registration.filter_server_list.clone(),
+            })
+            .into_bytes();
+            out.put("clusterName", &registration.cluster_name)
+                .put("brokerName", &registration.broker_name)
+                .put("brokerAddr", &registration.broker_addr)
+                .put("brokerId", registration.broker_id)
+                .put("haServerAddr", &registration.ha_server_addr)
+                .put_opt(
+                    "heartbeatTimeoutMillis",
+                    registration.heartbeat_timeout_millis,
+                )
+                .put("enableActingMaster", registration.enable_acting_master)
+                .put("compressed", false)
+                .put("bodyCrc32", body_crc(&body));
+            cmd.body = Body::from(body);
+        }
+        Request::UnregisterBroker {
+            cluster_name,
+            broker_name,
+            broker_addr,
+            broker_id,
+        } => {
+            out.put("clusterName", cluster_name)
+                .put("brokerName", broker_name)
+                .put("brokerAddr", broker_addr)
+                .put("brokerId", broker_id);
+        }
+        Request::DeleteTopicInNamesrv {
+            topic,
+            cluster_name,
+        } => {
+            out.put("topic", topic)
+                .put_opt("clusterName", cluster_name.as_ref());
+        }
+        Request::GetAllTopicConfig
+        | Request::GetBrokerRuntimeInfo
+        | Request::GetBrokerClusterInfo
+        | Request::GetAllTopicList => {}
+    }
+    cmd
+}
+
+/// The request code Skiff sends for `request`.
+pub fn request_code(request: &Request) -> i32 {
+    match request {
+        Request::Send(send) if send.batch => code::SEND_BATCH_MESSAGE,
+        Request::Send(_) => code::SEND_MESSAGE_V2,
+        Request::Pull(pull) if pull.lite => code::LITE_PULL_MESSAGE,
+        Request::Pull(_) => code::PULL_MESSAGE,
+        Request::QueryConsumerOffset { .. } => code::QUERY_CONSUMER_OFFSET,
+        Request::UpdateConsumerOffset { .. } => code::UPDATE_CONSUMER_OFFSET,
+        Request::GetMaxOffset { .. } => code::GET_MAX_OFFSET,
+        Request::GetMinOffset { .. } => code::GET_MIN_OFFSET,
+        Request::SearchOffsetByTimestamp { .. } => code::SEARCH_OFFSET_BY_TIMESTAMP,
+        Request::GetEarliestMsgStoreTime { .. } => code::GET_EARLIEST_MSG_STORETIME,
+        Request::Heartbeat(_) => code::HEART_BEAT,
+        Request::UnregisterClient { .. } => code::UNREGISTER_CLIENT,
+        Request::GetConsumerListByGroup { .. } => code::GET_CONSUMER_LIST_BY_GROUP,
+        Request::CreateTopic(_) => code::UPDATE_AND_CREATE_TOPIC,
+        Request::DeleteTopicInBroker { .. } => code::DELETE_TOPIC_IN_BROKER,
+        Request::GetAllTopicConfig => code::GET_ALL_TOPIC_CONFIG,
+        Request::CreateSubscriptionGroup(_) => code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+        Request::GetTopicStats { .. } => code::GET_TOPIC_STATS_INFO,
+        Request::GetConsumeStats { .. } => code::GET_CONSUME_STATS,
+        Request::GetBrokerRuntimeInfo => code::GET_BROKER_RUNTIME_INFO,
+        Request::RegisterBroker(_) => code::REGISTER_BROKER,
+        Request::UnregisterBroker { .. } => code::UNREGISTER_BROKER,
+        Request::GetRouteInfo { .. } => code::GET_ROUTEINFO_BY_TOPIC,
+        Request::GetBrokerClusterInfo => code::GET_BROKER_CLUSTER_INFO,
+        Request::GetAllTopicList => code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        Request::DeleteTopicInNamesrv { .. } => code::DELETE_TOPIC_IN_NAMESRV,
+        Request::NotifyConsumerIdsChanged { .. } => code::NOTIFY_CONSUMER_IDS_CHANGED,
+    }
+}
+
+fn put_queue(out: &mut FieldsOut, queue: &QueueRef) {
+    out.put("topic", &queue.topic)
+        .put("queueId", queue.queue_id);
+}
+
+fn encode_send(send: &SendRequest) -> RemotingCommand {
+    let mut cmd = RemotingCommand::request(0, 0);
+    let names = &SEND_V2;
+    let single = if send.batch {
+        None
+    } else {
+        send.messages.first()
+    };
+    let mut out = FieldsOut(&mut cmd.ext_fields);
+    out.put(names.producer_group, &send.producer_group)
+        .put(names.topic, &send.topic)
+        .put(
+            names.default_topic,
+            send.auto_create
+                .as_ref()
+                .map_or("", |a| a.template_topic.as_str()),
+        )
+        .put(
+            names.default_topic_queue_nums,
+            send.auto_create.as_ref().map_or(0, |a| a.queue_nums),
+        )
+        .put(names.queue_id, send.queue_id)
+        .put(names.sys_flag, send.sys_flag)
+        .put(names.born_timestamp, send.born_timestamp)
+        .put(names.flag, single.map_or(0, |m| m.flag))
+        .put(
+            names.properties,
+            single.map(|m| m.properties.encode()).unwrap_or_default(),
+        )
+        .put(names.reconsume_times, send.reconsume_times)
+        .put(names.unit_mode, send.unit_mode)
+        .put_opt(names.max_reconsume_times, send.max_reconsume_times)
+        .put(names.batch, send.batch)
+        .put_opt(names.broker_name, send.broker_name.as_ref());
+    cmd.body = match single {
+        Some(message) => Body::from(message.body.clone()),
+        None => Body::from(body::encode_batch(&send.messages)),
+    };
+    cmd
+}
+
+fn encode_pull(pull: &PullRequest) -> RemotingCommand {
+    let mut cmd = RemotingCommand::request(0, 0);
+    let mut sys_flag = 0;
+    if pull.commit_offset.is_some() {
+        sys_flag |= pull_flag::COMMIT_OFFSET;
+    }
+    if pull.suspend_timeout_millis.is_some() {
+        sys_flag |= pull_flag::SUSPEND;
+    }
+    if pull.subscription.is_some() {
+        sys_flag |= pull_flag::SUBSCRIPTION;
+    }
+    if pull.lite {
+        sys_flag |= pull_flag::LITE_PULL;
+    }
+    let mut out = FieldsOut(&mut cmd.ext_fields);
+    out.put("consumerGroup", &pull.consumer_group)
+        .put("queueOffset", pull.queue_offset)
+        .put("maxMsgNums", pull.max_msg_nums)
+        .put("sysFlag", sys_flag)
+        .put("commitOffset", pull.commit_offset.unwrap_or(0))
+        .put(
+            "suspendTimeoutMillis",
+            pull.suspend_timeout_millis.unwrap_or(0),
+        )
+        .put("subVersion", pull.sub_version)
+        .put_opt("maxMsgBytes", pull.max_msg_bytes);
+    if let Some(subscription) = &pull.subscription {
+        out.put("subscription", &subscription.expression)
+            .put("expressionType", &subscription.expression_type);
+    }
+    put_queue(&mut out, &pull.queue);
+    cmd
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(code: i32, fields: &[(&str, &str)]) -> RemotingCommand {
+        let mut cmd = RemotingCommand::request(code, 1);
+        for (k, v) in fields {
+            cmd.set_ext(*k, *v);
+        }
+        cmd
+    }
+
+    #[test]
+    fn unknown_codes_are_not_supported_with_javas_remark() {
+        let err = decode_request(&cmd(999, &[])).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::RequestNotSupported);
+        assert_eq!(err.message, " request type 999 not supported");
+    }
+
+    #[test]
+    fn missing_required_fields_name_the_field() {
+        let err = decode_request(&cmd(14, &[("topic", "T"), ("queueId", "0")])).unwrap_err();
+        assert_eq!(err.kind, ErrorKind::SystemError);
+        assert_eq!(err.message, "the custom field <consumerGroup> is null");
+    }
+
+    #[test]
+    fn go_empty_strings_are_absent() {
+        let fields = [
+            ("consumerGroup", "g"),
+            ("topic", "T"),
+            ("queueId", "0"),
+            ("queueOffset", "5"),
+            ("maxMsgNums", "32"),
+            ("sysFlag", "6"),
+            ("commitOffset", "0"),
+            ("suspendTimeoutMillis", "20000"),
+            ("subscription", ""),
+            ("subVersion", "0"),
+            ("expressionType", ""),
+            ("maxMsgBytes", ""),
+        ];
+        let Request::Pull(pull) = decode_request(&cmd(11, &fields)).unwrap() else {
+            panic!("not a pull")
+        };
+        assert_eq!(pull.commit_offset, None);
+        assert_eq!(pull.suspend_timeout_millis, Some(20000));
+        let sub = pull.subscription.unwrap();
+        assert_eq!(
+            (sub.expression_type.as_str(), sub.expression.as_str()),
+            ("TAG", "")
+        );
+        assert_eq!(pull.max_msg_bytes, None);
+    }
+
+    #[test]
+    fn boundary_type_is_case_insensitive() {
+        let base = [("topic", "T"), ("queueId", "0"), ("timestamp", "5")];
+        for (text, expected) in [
+            ("upper", BoundaryType::Upper),
+            ("LOWER", BoundaryType::Lower),
+            ("x", BoundaryType::Lower),
+        ] {
+            let mut c = cmd(29, &base);
+            c.set_ext("boundaryType", text);
+            let Request::SearchOffsetByTimestamp { boundary, .. } = decode_request(&c).unwrap()
+            else {
+                panic!()
+            };
+            assert_eq!(boundary, expected);
+        }
+    }
+
+    #[test]
+    fn attributes_follow_attribute_parser() {
+        let parsed = parse_attributes("+message.type=NORMAL,-queue.type").unwrap();
+        assert_eq!(parsed["+message.type"], "NORMAL");
+        assert_eq!(parsed["-queue.type"], "");
+        assert_eq!(
+            format_attributes(&parsed),
+            "+message.type=NORMAL,-queue.type"
+        );
+        assert!(parse_attributes("k=v").is_err());
+        assert!(parse_attributes("k").is_err());
+        assert!(parse_attributes("+k=1,+k=2").is_err());
+    }
+
+    #[test]
+    fn register_broker_checks_crc_and_refuses_compression() {
+        let mut c = cmd(
+            103,
+            &[
+                ("clusterName", "c"),
+                ("brokerName", "b"),
+                ("brokerAddr", "127.0.0.1:10911"),
+                ("brokerId", "0"),
+                ("haServerAddr", "127.0.0.1:10912"),
+                ("bodyCrc32", "12345"),
+            ],
+        );
+        c.body = Body::from(b"{}".to_vec());
+        assert_eq!(decode_request(&c).unwrap_err().message, "crc32 not match");
+        c.set_ext("bodyCrc32", body_crc(b"{}"));
+        assert!(decode_request(&c).is_ok());
+        c.set_ext("compressed", "true");
+        assert!(decode_request(&c)
+            .unwrap_err()
+            .message
+            .contains("compressed"));
+    }
+
+    #[test]
+    fn batch_header_properties_fill_gaps_but_never_replace() {
+        let messages = vec![Message {
+            flag: 0,
+            body: bytes::Bytes::from_static(b"x"),
+            properties: Properties::decode("UNIQ_KEY\u{1}inner\u{2}WAIT\u{1}false\u{2}"),
+        }];
+        let mut c = cmd(
+            320,
+            &[
+                ("a", "pg"),
+                ("b", "T"),
+                ("c", "TBW102"),
+                ("d", "4"),
+                ("e", "0"),
+                ("f", "0"),
+                ("g", "1"),
+                ("h", "0"),
+                (
+                    "i",
+                    "UNIQ_KEY\u{1}batch\u{2}WAIT\u{1}true\u{2}TAGS\u{1}t\u{2}",
+                ),
+            ],
+        );
+        c.body = Body::from(body::encode_batch(&messages));
+        let Request::Send(send) = decode_request(&c).unwrap() else {
+            panic!()
+        };
+        let props = &send.messages[0].properties;
+        assert_eq!(props.uniq_key(), Some("inner"));
+        assert_eq!(props.get("WAIT"), Some("false"));
+        assert_eq!(props.tags(), Some("t"));
+        assert!(send.batch);
+    }
+}
