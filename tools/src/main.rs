@@ -1,1 +1,47 @@
-fn main() {}
+//! The `skiff` binary: runs Skiff's name server and broker, together (`standalone`) or apart.
+//! It parses the command line and wires the servers of `skiff-server` together; it owns no
+//! protocol or storage logic.
+
+mod cli;
+mod logging;
+mod serve;
+mod settings;
+mod signals;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Parser;
+
+use cli::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init(cli.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(err) => {
+            eprintln!("skiff: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Standalone(args) => serve::standalone(args).await,
+            Command::Namesrv(args) => serve::namesrv(args).await,
+            Command::Broker(args) => serve::broker(args).await,
+        }
+    });
+    // Blocking work still running (a stuck flush after a timed-out stop) must not hold the exit.
+    runtime.shutdown_timeout(Duration::from_secs(1));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("skiff: {failure}");
+            ExitCode::from(failure.exit_code())
+        }
+    }
+}

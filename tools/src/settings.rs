@@ -1,0 +1,158 @@
+//! From command-line arguments to server configs. Later sources win: defaults, then the `-c`
+//! file, then flags, then `--set`.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use skiff_server::config::{BrokerConfig, ConfigError, Location, NamesrvConfig};
+
+use crate::cli::{BrokerArgs, NamesrvArgs, StandaloneArgs};
+
+/// `standalone`'s broker address when neither `--broker-listen` nor the file says otherwise:
+/// loopback, so that trying Skiff out exposes nothing to the network.
+pub const STANDALONE_BROKER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 10911);
+
+/// `standalone`'s data directory: fixed, so a restart from any working directory finds the same
+/// data, and apart from `~/store`, which an Apache RocketMQ broker on the same host would use.
+pub fn default_data_dir() -> PathBuf {
+    std::env::var_os("HOME")
+        .map_or_else(|| PathBuf::from("."), PathBuf::from)
+        .join("skiff-data")
+}
+
+/// The name server's and the broker's configs; the broker's `namesrvAddr` is filled in once the
+/// name server listens.
+pub fn standalone(args: &StandaloneArgs) -> Result<(NamesrvConfig, BrokerConfig), ConfigError> {
+    let namesrv = NamesrvConfig {
+        bind_address: args.namesrv_listen.ip(),
+        listen_port: args.namesrv_listen.port(),
+        ..NamesrvConfig::default()
+    };
+    let mut broker = BrokerConfig {
+        bind_address: STANDALONE_BROKER.ip(),
+        listen_port: STANDALONE_BROKER.port(),
+        store_path_root_dir: default_data_dir(),
+        ..BrokerConfig::default()
+    };
+    if let Some(file) = &args.config {
+        broker.apply_file(file)?;
+    }
+    if let Some(dir) = &args.data {
+        broker.store_path_root_dir = dir.clone();
+    }
+    if let Some(addr) = args.broker_listen {
+        broker.bind_address = addr.ip();
+        broker.listen_port = addr.port();
+    }
+    apply_sets(&args.set, |key, value| broker.set(key, value))?;
+    namesrv.validate()?;
+    broker.validate()?;
+    Ok((namesrv, broker))
+}
+
+pub fn namesrv(args: &NamesrvArgs) -> Result<NamesrvConfig, ConfigError> {
+    let mut config = NamesrvConfig::default();
+    if let Some(file) = &args.config {
+        config.apply_file(file)?;
+    }
+    if let Some(addr) = args.listen {
+        config.bind_address = addr.ip();
+        config.listen_port = addr.port();
+    }
+    apply_sets(&args.set, |key, value| config.set(key, value))?;
+    config.validate()?;
+    Ok(config)
+}
+
+pub fn broker(args: &BrokerArgs) -> Result<BrokerConfig, ConfigError> {
+    let mut config = BrokerConfig::from_env();
+    config.apply_file(&args.config)?;
+    apply_sets(&args.set, |key, value| config.set(key, value))?;
+    config.validate()?;
+    Ok(config)
+}
+
+fn apply_sets(
+    sets: &[(String, String)],
+    mut set: impl FnMut(&str, &str) -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
+    for (key, value) in sets {
+        set(key, value).map_err(|e| e.at(Location::CommandLine))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::{Cli, Command};
+    use clap::Parser;
+    use skiff_server::config::FlushDiskType;
+
+    fn standalone_from(args: &[&str]) -> Result<(NamesrvConfig, BrokerConfig), ConfigError> {
+        let argv = ["skiff", "standalone"].iter().chain(args);
+        match Cli::parse_from(argv).command {
+            Command::Standalone(args) => standalone(&args),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn standalone_defaults_stay_on_loopback() {
+        let (namesrv, broker) = standalone_from(&[]).unwrap();
+        assert_eq!(
+            SocketAddr::new(namesrv.bind_address, namesrv.listen_port),
+            "127.0.0.1:9876".parse().unwrap()
+        );
+        assert_eq!(
+            SocketAddr::new(broker.bind_address, broker.listen_port),
+            STANDALONE_BROKER
+        );
+        assert_eq!(broker.advertised_ip(), "127.0.0.1");
+        assert_eq!(broker.store_path_root_dir, default_data_dir());
+    }
+
+    #[test]
+    fn flags_win_over_the_file_and_set_wins_over_flags() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("broker.conf");
+        std::fs::write(
+            &file,
+            "storePathRootDir=/from/file\nlistenPort=20911\nbrokerName=from-file\n",
+        )
+        .unwrap();
+        let file = file.to_str().unwrap();
+
+        let (_, broker) = standalone_from(&["-c", file]).unwrap();
+        assert_eq!(broker.store_path_root_dir, PathBuf::from("/from/file"));
+        assert_eq!(broker.listen_port, 20911);
+        assert_eq!(broker.broker_name, "from-file");
+
+        let (_, broker) = standalone_from(&[
+            "-c",
+            file,
+            "--data",
+            "/from/flag",
+            "--broker-listen",
+            "127.0.0.2:0",
+            "--set",
+            "listenPort=30911",
+            "--set",
+            "flushDiskType=SYNC_FLUSH",
+        ])
+        .unwrap();
+        assert_eq!(broker.store_path_root_dir, PathBuf::from("/from/flag"));
+        assert_eq!(broker.bind_address, "127.0.0.2".parse::<IpAddr>().unwrap());
+        assert_eq!(broker.listen_port, 30911);
+        assert_eq!(broker.flush_disk_type, FlushDiskType::SyncFlush);
+    }
+
+    #[test]
+    fn bad_set_names_the_flag_and_key() {
+        let err = standalone_from(&["--set", "flushDiskType=SYNC"]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"--set: flushDiskType = "SYNC": expected ASYNC_FLUSH or SYNC_FLUSH"#
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! The `skiff` binary as a user runs it: help, config errors, and a standalone start and stop.
+
+use std::io::{BufRead, BufReader};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn skiff(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .args(args)
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("run skiff")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_lists_commands_and_examples() {
+    let out = skiff(&["--help"]);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for expected in ["standalone", "namesrv", "broker", "Examples:", "RUST_LOG"] {
+        assert!(
+            help.contains(expected),
+            "{expected:?} missing from:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn standalone_help_teaches_defaults() {
+    let out = skiff(&["standalone", "--help"]);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    for expected in [
+        "--data",
+        "$HOME/skiff-data",
+        "127.0.0.1:9876",
+        "127.0.0.1:10911",
+        "--set",
+        "namesrvAddr=127.0.0.1:9876",
+    ] {
+        assert!(
+            help.contains(expected),
+            "{expected:?} missing from:\n{help}"
+        );
+    }
+}
+
+#[test]
+fn bad_config_file_names_file_line_and_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("broker.conf");
+    std::fs::write(
+        &conf,
+        "brokerName=broker-a\nsendMessageThreadPoolNums=4\nflushDiskType=SYNC\n",
+    )
+    .unwrap();
+    let out = skiff(&["broker", "-c", conf.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = text(&out.stderr);
+    let expected = format!(
+        "{}:3: flushDiskType = \"SYNC\": expected ASYNC_FLUSH or SYNC_FLUSH",
+        conf.display()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    assert!(
+        stderr.contains("ignored: Skiff does not implement sendMessageThreadPoolNums"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn misspelled_setting_suggests_the_right_one() {
+    let out = skiff(&["standalone", "--set", "brokerNmae=x"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains(r#"--set: unknown setting "brokerNmae" (did you mean brokerName?)"#),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn missing_config_file_is_a_config_error() {
+    let out = skiff(&["broker", "-c", "/nonexistent/broker.conf"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(text(&out.stderr).contains("cannot read /nonexistent/broker.conf"));
+}
+
+/// A running `skiff standalone`, killed if the test fails before it stops.
+struct Standalone {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    stderr: Arc<Mutex<String>>,
+    _data: tempfile::TempDir,
+}
+
+impl Standalone {
+    fn start(extra: &[&str]) -> Standalone {
+        let data = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
+            .args(["standalone", "--data"])
+            .arg(data.path())
+            .args(["--namesrv-listen", "127.0.0.1:0"])
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn skiff standalone");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        // Logs are kept for assertions and echoed for failing tests' output.
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let logs = BufReader::new(child.stderr.take().unwrap());
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            for line in logs.lines().map_while(Result::ok) {
+                eprintln!("{line}");
+                sink.lock().unwrap().push_str(&line);
+                sink.lock().unwrap().push('\n');
+            }
+        });
+        Standalone {
+            child,
+            lines,
+            stderr,
+            _data: data,
+        }
+    }
+
+    /// The stdout lines up to the "Stop with" line, or `None` if the process ended first.
+    fn banner(&self, within: Duration) -> Option<Vec<String>> {
+        let deadline = Instant::now() + within;
+        let mut banner = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = self.lines.recv_timeout(left).ok()?;
+            let done = line.starts_with("Stop with");
+            banner.push(line);
+            if done {
+                return Some(banner);
+            }
+        }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success());
+    }
+
+    fn wait(&mut self, within: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for Standalone {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The address at the end of the banner line that starts with `label`.
+fn address(banner: &[String], label: &str) -> SocketAddr {
+    let line = banner
+        .iter()
+        .find(|line| line.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no {label:?} line in {banner:#?}"));
+    let word = line
+        .split_whitespace()
+        .find_map(|word| word.parse::<SocketAddr>().ok());
+    word.unwrap_or_else(|| panic!("no address in {line:?}"))
+}
+
+#[test]
+fn standalone_starts_on_free_ports_and_stops_on_sigterm() {
+    let mut skiff = Standalone::start(&["--broker-listen", "127.0.0.1:0"]);
+    let banner = skiff
+        .banner(Duration::from_secs(60))
+        .expect("standalone printed its addresses");
+    let namesrv = address(&banner, "name server");
+    let broker = address(&banner, "broker");
+    assert_ne!(namesrv.port(), 0);
+    assert_ne!(broker.port(), 0);
+    assert!(banner
+        .iter()
+        .any(|line| line.contains(&format!("namesrvAddr={namesrv}"))));
+    TcpStream::connect_timeout(&namesrv, Duration::from_secs(5)).expect("name server accepts");
+    TcpStream::connect_timeout(&broker, Duration::from_secs(5)).expect("broker accepts");
+
+    skiff.terminate();
+    let status = skiff
+        .wait(Duration::from_secs(10))
+        .expect("stopped within 10 s of SIGTERM");
+    assert_eq!(status.code(), Some(0));
+}
+
+#[test]
+fn busy_broker_port_is_explained() {
+    let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let mut skiff = Standalone::start(&["--broker-listen", &format!("127.0.0.1:{port}")]);
+    let status = skiff
+        .wait(Duration::from_secs(60))
+        .expect("skiff gave up on the busy port");
+    assert_eq!(status.code(), Some(1));
+    // The reader thread may still be copying the last lines.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let expected = format!("port {port} is in use: is another broker running? use --broker-listen");
+    while !skiff.stderr().contains(&expected) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(skiff.stderr().contains(&expected), "{}", skiff.stderr());
+    drop(taken);
+}
