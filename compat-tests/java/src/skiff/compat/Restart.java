@@ -119,7 +119,7 @@ final class Restart {
         List<String> fresh = new ArrayList<>();
         try {
             for (int i = 0; i < 8; i++) {
-                String seq = "after-restart-" + i;
+                String seq = a.get("prefix", "after-restart") + "-" + i;
                 SendResult r = p.send(Common.msg(topic, "T", seq, Common.utf8(seq)));
                 check(r.getSendStatus() == SendStatus.SEND_OK, "send after restart: %s", r.getSendStatus());
                 Long before = maxOffset.get(r.getMessageQueue().getQueueId());
