@@ -1,1 +1,62 @@
-//! placeholder
+//! Skiff's message store, byte-compatible on disk with Apache RocketMQ's (`storePathRootDir`).
+//!
+//! It owns the CommitLog (every record, in memory-mapped segments named by their 20-digit start
+//! offset), the ConsumeQueues (per topic-queue, 20-byte entries pointing into the CommitLog),
+//! dispatch from records to queues, flushing (an async flush thread, or group commit for sync
+//! flush), the `checkpoint` and `abort` files and crash recovery. A directory written by the Java
+//! broker opens here and the other way round. The record layout itself comes from
+//! `skiff_model::record`.
+//!
+//! It must not know any protocol or client: the broker hands it [`MessageToStore`]s and a tag
+//! filter, and gets offsets and zero-copy record bytes back.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use skiff_store::{MessageStore, MessageToStore, StoreConfig};
+//!
+//! let store = MessageStore::open(StoreConfig::new("/tmp/skiff-store"))?;
+//! let put = store
+//!     .put_messages(vec![MessageToStore {
+//!         topic: "TopicTest".into(),
+//!         queue_id: 0,
+//!         flag: 0,
+//!         sys_flag: 0,
+//!         born_timestamp: 0,
+//!         born_host: "127.0.0.1:5000".parse()?,
+//!         reconsume_times: 0,
+//!         prepared_transaction_offset: 0,
+//!         body: "hello".into(),
+//!         properties: "TAGS\u{1}TagA\u{2}".into(),
+//!     }])
+//!     .await?;
+//! let pulled = store.get_messages("TopicTest", 0, 0, 32, usize::MAX, &|_tags_code| true);
+//! assert_eq!(pulled.messages.len(), put.messages.len());
+//! store.shutdown();
+//! # Ok(())
+//! # }
+//! ```
+
+mod checkpoint;
+mod commit_log;
+mod config;
+mod consume_queue;
+mod dir;
+mod dispatch;
+mod env;
+mod error;
+mod file_queue;
+mod flush;
+mod mapped_file;
+mod message_store;
+mod put;
+mod queues;
+mod read;
+mod recovery;
+mod stats;
+
+pub use config::{FlushDiskType, StoreConfig};
+pub use env::{Clock, DiskProbe, StatvfsDisk, StoreEnv, SystemClock};
+pub use error::{PutError, StoreError};
+pub use message_store::{ArrivalListener, MessageStore};
+pub use put::{AppendedMessage, MessageToStore, PutResult, PutStatus};
+pub use read::{GetMessageStatus, GetMessagesResult};

@@ -1,0 +1,234 @@
+//! The CommitLog: every record of every topic, appended to 20-digit-named segments (Java's
+//! `CommitLog`).
+//!
+//! A record never spans segments: when one (plus 8 bytes) does not fit in the rest of a segment,
+//! the writer fills the end with a blank (`i32 remaining` + `BLANK_MAGIC`) and moves to the next
+//! segment. Appends happen under the put lock; reads take no lock and hand out zero-copy slices.
+
+use std::io;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::{Mutex, MutexGuard};
+use skiff_model::record::{
+    store_timestamp_pos, Record, BLANK_MAGIC, MAGIC_V1, MAGIC_V2, PHYSICAL_OFFSET_POS, SYS_FLAG_POS,
+};
+
+use crate::error::StoreError;
+use crate::file_queue::FileQueue;
+use crate::mapped_file::MappedFile;
+
+/// Room always left at the end of a segment for the blank (`END_FILE_MIN_BLANK_LENGTH`).
+pub(crate) const END_FILE_MIN_BLANK_LENGTH: usize = 8;
+
+/// Proof that the caller holds the put lock.
+pub(crate) type PutGuard<'a> = MutexGuard<'a, ()>;
+
+pub(crate) struct CommitLog {
+    pub(crate) files: FileQueue,
+    put_lock: Mutex<()>,
+}
+
+/// A record ready to be written: where it sits in the batch buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PendingRecord {
+    pub start: usize,
+    pub len: usize,
+}
+
+/// What reading at an offset found.
+pub(crate) enum Checked<'a> {
+    Record(Record<'a>),
+    /// The end-of-segment blank: continue at the next segment.
+    Blank,
+    /// Not a valid record: the end of the data (or corruption).
+    Invalid,
+}
+
+impl CommitLog {
+    pub(crate) fn new(files: FileQueue) -> Self {
+        CommitLog {
+            files,
+            put_lock: Mutex::new(()),
+        }
+    }
+
+    pub(crate) fn load(dir: &std::path::Path, segment_size: u64) -> Result<FileQueue, StoreError> {
+        FileQueue::load(dir, segment_size)
+    }
+
+    pub(crate) fn lock(&self) -> PutGuard<'_> {
+        self.put_lock.lock()
+    }
+
+    pub(crate) fn segment_size(&self) -> usize {
+        self.files.file_size()
+    }
+
+    /// First offset still stored, or -1 when there are no segments.
+    pub(crate) fn min_offset(&self) -> i64 {
+        self.files.min_offset()
+    }
+
+    /// Offset the next record will be written at (end of the published data).
+    pub(crate) fn max_offset(&self) -> i64 {
+        self.files.max_offset()
+    }
+
+    pub(crate) fn flushed_where(&self) -> i64 {
+        self.files.flushed_where()
+    }
+
+    /// Start of the segment after the one holding `offset` (`rollNextFile`).
+    pub(crate) fn roll_next_file(&self, offset: i64) -> i64 {
+        let size = self.segment_size() as i64;
+        offset + size - offset % size
+    }
+
+    /// Writes the encoded records of `buf` in order, giving each its physical offset and the
+    /// store timestamp (queue offsets are already in place). Segments the batch needs are created
+    /// before anything is written, so an I/O error leaves nothing half-written. Returns each
+    /// record's physical offset.
+    pub(crate) fn append(
+        &self,
+        _guard: &PutGuard<'_>,
+        buf: &mut [u8],
+        records: &[PendingRecord],
+        store_timestamp: i64,
+        offsets: &mut Vec<i64>,
+    ) -> io::Result<()> {
+        let segment_size = self.segment_size();
+        // Plan: which segment and position each record gets.
+        let mut segments: Vec<Arc<MappedFile>> = Vec::with_capacity(2);
+        let first = match self.files.current() {
+            Some(last) => last,
+            None => self.files.create_file(0)?,
+        };
+        let mut pos = segment_size - first.free();
+        segments.push(first);
+        offsets.clear();
+        let mut placement = Vec::with_capacity(records.len());
+        for record in records {
+            if record.len + END_FILE_MIN_BLANK_LENGTH > segment_size - pos {
+                let next = self.next_segment(segments.last().expect("one segment"))?;
+                segments.push(next);
+                pos = 0;
+            }
+            let segment = segments.len() - 1;
+            offsets.push(segments[segment].from() + pos as i64);
+            placement.push(segment);
+            pos += record.len;
+        }
+        // Write: patch the offsets in, copy one contiguous chunk per segment, seal full segments.
+        let mut chunk_start = records.first().map_or(0, |r| r.start);
+        let mut chunk_end = chunk_start;
+        let mut current = 0;
+        for ((record, segment), offset) in records.iter().zip(&placement).zip(offsets.iter()) {
+            if *segment != current {
+                write_chunk(
+                    &segments[current],
+                    &buf[chunk_start..chunk_end],
+                    store_timestamp,
+                )?;
+                seal(&segments[current]);
+                current = *segment;
+                chunk_start = record.start;
+            }
+            let bytes = &mut buf[record.start..record.start + record.len];
+            bytes[PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8]
+                .copy_from_slice(&offset.to_be_bytes());
+            let flag =
+                i32::from_be_bytes(bytes[SYS_FLAG_POS..SYS_FLAG_POS + 4].try_into().expect("4"));
+            let at = store_timestamp_pos(flag);
+            bytes[at..at + 8].copy_from_slice(&store_timestamp.to_be_bytes());
+            chunk_end = record.start + record.len;
+        }
+        write_chunk(
+            &segments[current],
+            &buf[chunk_start..chunk_end],
+            store_timestamp,
+        )
+    }
+
+    fn next_segment(&self, current: &Arc<MappedFile>) -> io::Result<Arc<MappedFile>> {
+        match self.files.find(current.end()) {
+            Some(next) => Ok(next),
+            None => self.files.create_file(current.end()),
+        }
+    }
+
+    /// The record bytes `[offset, offset + size)` as a zero-copy slice.
+    pub(crate) fn get(&self, offset: i64, size: i32) -> Option<Bytes> {
+        let file = self.files.find(offset)?;
+        file.slice((offset - file.from()) as usize, usize::try_from(size).ok()?)
+    }
+
+    /// The whole record starting at `offset`, if one does.
+    pub(crate) fn read_record(&self, offset: i64) -> Option<Bytes> {
+        let file = self.files.find(offset)?;
+        let pos = (offset - file.from()) as usize;
+        let head = file.read(pos, 8)?;
+        let size = i32::from_be_bytes(head[..4].try_into().ok()?);
+        let magic = i32::from_be_bytes(head[4..8].try_into().ok()?);
+        if size <= 0 || !matches!(magic, MAGIC_V1 | MAGIC_V2) {
+            return None;
+        }
+        file.slice(pos, size as usize)
+    }
+
+    /// Store timestamp of the record at `offset` of `size` bytes, or -1 if it is not stored
+    /// (`pickupStoreTimestamp`).
+    pub(crate) fn pickup_store_timestamp(&self, offset: i64, size: i32) -> i64 {
+        if offset < self.min_offset() || offset + i64::from(size) > self.max_offset() {
+            return -1;
+        }
+        let Some(file) = self.files.find(offset) else {
+            return -1;
+        };
+        let pos = (offset - file.from()) as usize;
+        let Some(flag) = file.read(pos + SYS_FLAG_POS, 4) else {
+            return -1;
+        };
+        let flag = i32::from_be_bytes(flag.try_into().expect("4 bytes"));
+        file.read(pos + store_timestamp_pos(flag), 8)
+            .map_or(-1, |t| i64::from_be_bytes(t.try_into().expect("8 bytes")))
+    }
+}
+
+fn write_chunk(segment: &MappedFile, chunk: &[u8], store_timestamp: i64) -> io::Result<()> {
+    if chunk.is_empty() {
+        return Ok(());
+    }
+    segment
+        .append(chunk)
+        .ok_or_else(|| io::Error::other("commit log segment has no room for a planned write"))?;
+    segment.set_store_timestamp(store_timestamp);
+    Ok(())
+}
+
+/// Fills the rest of a segment with the blank (`i32 remaining`, `BLANK_MAGIC`).
+fn seal(segment: &MappedFile) {
+    let remaining = segment.free();
+    if remaining >= END_FILE_MIN_BLANK_LENGTH {
+        let mut blank = [0u8; END_FILE_MIN_BLANK_LENGTH];
+        blank[..4].copy_from_slice(&(remaining as i32).to_be_bytes());
+        blank[4..].copy_from_slice(&BLANK_MAGIC.to_be_bytes());
+        segment.append_and_seal(&blank);
+    } else {
+        segment.append_and_seal(&[]);
+    }
+}
+
+/// Decodes what lies at `pos` of `file` as recovery does (`checkMessageAndReturnSize`).
+pub(crate) fn check_at(file: &MappedFile, pos: usize, check_crc: bool) -> Checked<'_> {
+    let Some(bytes) = file.read_from(pos) else {
+        return Checked::Invalid;
+    };
+    if bytes.len() >= 8 && i32::from_be_bytes(bytes[4..8].try_into().expect("4")) == BLANK_MAGIC {
+        return Checked::Blank;
+    }
+    match Record::decode(bytes, check_crc) {
+        Ok(record) => Checked::Record(record),
+        Err(_) => Checked::Invalid,
+    }
+}

@@ -1,0 +1,273 @@
+//! An ordered run of equally sized [`MappedFile`]s named by their start offset (Java's
+//! `MappedFileQueue`): the CommitLog's segments, or one ConsumeQueue's files.
+//!
+//! Readers take a lock-free snapshot of the list (`arc_swap`); changes to the list (a new file
+//! at the end, old files leaving at the front) are serialized by a mutex and published as a new
+//! snapshot. Readers holding an old snapshot or a [`bytes::Bytes`] keep unlinked files mapped.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use parking_lot::Mutex;
+
+use crate::error::StoreError;
+use crate::mapped_file::{file_name, MappedFile};
+
+pub(crate) type Files = Vec<Arc<MappedFile>>;
+
+pub(crate) struct FileQueue {
+    dir: PathBuf,
+    file_size: usize,
+    files: ArcSwap<Files>,
+    /// Serializes changes of the list.
+    change: Mutex<()>,
+    /// Offset up to which everything is on disk.
+    flushed_where: AtomicI64,
+}
+
+impl FileQueue {
+    /// Maps every file of `dir` (created if missing), in name order. A trailing empty file is
+    /// deleted; any other file of the wrong size fails the load, as in Java.
+    pub(crate) fn load(dir: &Path, file_size: u64) -> Result<Self, StoreError> {
+        fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
+            let entry = entry.map_err(|e| StoreError::io(dir, e))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
+            if is_file {
+                if let Ok(offset) = name.parse::<i64>() {
+                    names.push((offset, entry.path()));
+                }
+            }
+        }
+        names.sort();
+        let mut files = Vec::with_capacity(names.len());
+        let count = names.len();
+        for (i, (offset, path)) in names.into_iter().enumerate() {
+            let len = fs::metadata(&path)
+                .map_err(|e| StoreError::io(&path, e))?
+                .len();
+            if len == 0 && i + 1 == count {
+                fs::remove_file(&path).map_err(|e| StoreError::io(&path, e))?;
+                continue;
+            }
+            if len != file_size {
+                return Err(StoreError::FileSizeMismatch {
+                    path,
+                    actual: len,
+                    expected: file_size,
+                });
+            }
+            let file = MappedFile::open(path.clone(), offset, file_size as usize)
+                .map_err(|e| StoreError::io(&path, e))?;
+            files.push(Arc::new(file));
+        }
+        let flushed = files.last().map_or(0, |f| f.end());
+        Ok(FileQueue {
+            dir: dir.to_path_buf(),
+            file_size: file_size as usize,
+            files: ArcSwap::from_pointee(files),
+            change: Mutex::new(()),
+            flushed_where: AtomicI64::new(flushed),
+        })
+    }
+
+    /// A queue with no files yet; its directory is created with the first file.
+    pub(crate) fn empty(dir: PathBuf, file_size: u64) -> Self {
+        FileQueue {
+            dir,
+            file_size: file_size as usize,
+            files: ArcSwap::from_pointee(Vec::new()),
+            change: Mutex::new(()),
+            flushed_where: AtomicI64::new(0),
+        }
+    }
+
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub(crate) fn file_size(&self) -> usize {
+        self.file_size
+    }
+
+    pub(crate) fn snapshot(&self) -> Arc<Files> {
+        self.files.load_full()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.files.load().is_empty()
+    }
+
+    pub(crate) fn last(&self) -> Option<Arc<MappedFile>> {
+        self.files.load().last().cloned()
+    }
+
+    /// Start of the first file, or -1 if there is none (Java's `getMinOffset`).
+    pub(crate) fn min_offset(&self) -> i64 {
+        self.files.load().first().map_or(-1, |f| f.from())
+    }
+
+    /// The file being written: the last one holding data, else the first. Files after it are
+    /// empty, made ahead of time by a writer.
+    pub(crate) fn current(&self) -> Option<Arc<MappedFile>> {
+        let files = self.files.load();
+        files
+            .iter()
+            .rev()
+            .find(|f| f.readable() > 0)
+            .or(files.first())
+            .cloned()
+    }
+
+    /// End of the published bytes, or 0 (Java's `getMaxOffset`).
+    pub(crate) fn max_offset(&self) -> i64 {
+        self.current().map_or(0, |f| f.from() + f.readable() as i64)
+    }
+
+    /// The file holding `offset`.
+    pub(crate) fn find(&self, offset: i64) -> Option<Arc<MappedFile>> {
+        find_in(&self.files.load(), offset, self.file_size)
+    }
+
+    /// Creates the file starting at `from` and appends it to the list.
+    pub(crate) fn create_file(&self, from: i64) -> io::Result<Arc<MappedFile>> {
+        let _change = self.change.lock();
+        let path = self.dir.join(file_name(from));
+        let file = Arc::new(MappedFile::create(path, from, self.file_size)?);
+        self.publish_with(|files| files.push(Arc::clone(&file)));
+        Ok(file)
+    }
+
+    /// Unlinks every file.
+    pub(crate) fn destroy(&self) -> io::Result<()> {
+        let _change = self.change.lock();
+        for file in self.files.load().iter() {
+            match fs::remove_file(file.path()) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        self.publish_with(Vec::clear);
+        self.flushed_where.store(0, Ordering::Release);
+        let _ = fs::remove_dir(&self.dir);
+        Ok(())
+    }
+
+    fn publish_with(&self, change: impl FnOnce(&mut Files)) {
+        let mut files = Files::clone(&self.files.load());
+        change(&mut files);
+        self.files.store(Arc::new(files));
+    }
+
+    /// Makes `offset` the end of the content: later files are deleted, the file holding it is cut
+    /// there (Java's `truncateDirtyFiles`, but the cut tail is zeroed too). Recovery only.
+    pub(crate) fn truncate(&mut self, offset: i64) -> io::Result<()> {
+        let files = Arc::try_unwrap(self.files.swap(Arc::new(Vec::new())))
+            .unwrap_or_else(|shared| Files::clone(&shared));
+        let mut kept = Vec::with_capacity(files.len());
+        for mut file in files {
+            if file.end() <= offset {
+                kept.push(file);
+            } else if file.from() <= offset {
+                let exclusive = Arc::get_mut(&mut file)
+                    .ok_or_else(|| io::Error::other("a file being recovered is in use"))?;
+                exclusive.truncate((offset - exclusive.from()) as usize)?;
+                kept.push(file);
+            } else {
+                fs::remove_file(file.path())?;
+            }
+        }
+        self.files.store(Arc::new(kept));
+        self.flushed_where.store(offset, Ordering::Release);
+        Ok(())
+    }
+
+    pub(crate) fn flushed_where(&self) -> i64 {
+        self.flushed_where.load(Ordering::Acquire)
+    }
+
+    /// Flushes every file from the flushed position on. `least_pages` applies to the file being
+    /// written; full files are always flushed. Returns the new flushed offset.
+    pub(crate) fn flush(&self, least_pages: usize) -> io::Result<i64> {
+        let files = self.files.load();
+        let mut flushed_where = self.flushed_where();
+        let start = files.partition_point(|f| f.end() <= flushed_where);
+        for file in &files[start..] {
+            let flushed = file.flush(least_pages)?;
+            flushed_where = flushed_where.max(file.from() + flushed as i64);
+            if flushed < file.size() {
+                break;
+            }
+        }
+        self.flushed_where
+            .fetch_max(flushed_where, Ordering::AcqRel);
+        Ok(self.flushed_where())
+    }
+}
+
+fn find_in(files: &Files, offset: i64, file_size: usize) -> Option<Arc<MappedFile>> {
+    let first = files.first()?;
+    if offset < first.from() {
+        return None;
+    }
+    let index = ((offset - first.from()) / file_size as i64) as usize;
+    match files.get(index) {
+        Some(file) if file.from() <= offset && offset < file.end() => Some(Arc::clone(file)),
+        // Files are contiguous in practice; fall back to a search if one is missing.
+        _ => files
+            .iter()
+            .find(|f| f.from() <= offset && offset < f.end())
+            .cloned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn load_find_truncate() {
+        let dir = tempfile::tempdir().unwrap();
+        let queue = FileQueue::load(dir.path(), 100).unwrap();
+        assert_eq!(queue.min_offset(), -1);
+        assert_eq!(queue.max_offset(), 0);
+        let a = queue.create_file(0).unwrap();
+        a.append(&[1; 100]).unwrap();
+        let b = queue.create_file(100).unwrap();
+        b.append(&[2; 40]).unwrap();
+        assert_eq!(queue.max_offset(), 140);
+        assert_eq!(queue.find(99).unwrap().from(), 0);
+        assert_eq!(queue.find(100).unwrap().from(), 100);
+        assert!(queue.find(200).is_none());
+        assert_eq!(queue.flush(0).unwrap(), 140);
+        drop((a, b));
+
+        let mut reloaded = FileQueue::load(dir.path(), 100).unwrap();
+        assert_eq!(reloaded.max_offset(), 200);
+        reloaded.truncate(50).unwrap();
+        assert_eq!(reloaded.max_offset(), 50);
+        assert_eq!(reloaded.snapshot().len(), 1);
+        assert!(!dir.path().join(file_name(100)).exists());
+    }
+
+    #[test]
+    fn wrong_sizes_fail_the_load() {
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join(file_name(0)), [0u8; 10]).unwrap();
+        fs::write(dir.path().join(file_name(10)), []).unwrap();
+        assert!(matches!(
+            FileQueue::load(dir.path(), 100),
+            Err(StoreError::FileSizeMismatch { actual: 10, .. })
+        ));
+        fs::write(dir.path().join(file_name(0)), [0u8; 100]).unwrap();
+        let queue = FileQueue::load(dir.path(), 100).unwrap();
+        assert_eq!(queue.snapshot().len(), 1);
+        assert!(!dir.path().join(file_name(10)).exists());
+    }
+}

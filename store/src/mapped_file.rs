@@ -1,0 +1,355 @@
+//! One fixed-size file, memory-mapped, appended to by one writer and read by many threads without
+//! locks (Java's `DefaultMappedFile`).
+//!
+//! # Soundness
+//!
+//! The mapping is shared mutable memory, so the rules that make it sound are spelled out here and
+//! enforced by this module alone:
+//!
+//! * Bytes below `readable` are complete and never change while the file is shared (`&self`).
+//!   Readers only form slices inside `[0, readable)`, loading `readable` with `Acquire`.
+//! * Appends write at `write_pos >= readable`, under the `write_pos` mutex (so two appenders can
+//!   never overlap), then publish the new end with a `Release` store to `readable`.
+//! * Anything that rewrites published bytes (recovery's truncation) takes `&mut self`, so no
+//!   reader and no [`Bytes`] handed out can exist at that moment.
+//!
+//! Other processes writing the same files would break the first rule; the store's `lock` file
+//! keeps another broker out (see `dir.rs`).
+
+use std::fs::OpenOptions;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use memmap2::{MmapOptions, MmapRaw};
+use parking_lot::Mutex;
+
+/// Page size used for "least pages" flush decisions, as Java's `OS_PAGE_SIZE`.
+pub(crate) const OS_PAGE_SIZE: usize = 4096;
+
+/// The 20-digit, zero-padded file name of the file starting at `offset` (`UtilAll.offset2FileName`).
+pub(crate) fn file_name(offset: i64) -> String {
+    format!("{offset:020}")
+}
+
+pub(crate) struct MappedFile {
+    path: PathBuf,
+    /// Offset of the file's first byte in its queue (the number in its name).
+    from: i64,
+    map: MmapRaw,
+    /// Where the next append goes; the mutex makes appends exclusive.
+    write_pos: Mutex<usize>,
+    /// End of the published bytes.
+    readable: AtomicUsize,
+    /// End of the bytes known to be on disk.
+    flushed: AtomicUsize,
+    /// Store timestamp of the last CommitLog record appended, published after `readable`.
+    store_timestamp: AtomicI64,
+}
+
+impl MappedFile {
+    /// Creates (or adopts an empty) file of `size` zero bytes and maps it. Nothing is readable.
+    pub(crate) fn create(path: PathBuf, from: i64, size: usize) -> io::Result<Self> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)?;
+        let len = file.metadata()?.len();
+        if len == 0 {
+            // Sparse: blocks are allocated as pages get written.
+            file.set_len(size as u64)?;
+        } else if len != size as u64 {
+            return Err(io::Error::other(format!(
+                "{} exists with {len} bytes, expected {size}",
+                path.display()
+            )));
+        }
+        let map = MmapOptions::new().len(size).map_raw(&file)?;
+        Ok(Self::new(path, from, map, 0))
+    }
+
+    /// Maps an existing file, which must be `size` bytes. Everything is readable until recovery
+    /// says otherwise (Java's `MappedFileQueue.load`).
+    pub(crate) fn open(path: PathBuf, from: i64, size: usize) -> io::Result<Self> {
+        let file = OpenOptions::new().read(true).write(true).open(&path)?;
+        let map = MmapOptions::new().len(size).map_raw(&file)?;
+        Ok(Self::new(path, from, map, size))
+    }
+
+    fn new(path: PathBuf, from: i64, map: MmapRaw, position: usize) -> Self {
+        MappedFile {
+            path,
+            from,
+            map,
+            write_pos: Mutex::new(position),
+            readable: AtomicUsize::new(position),
+            flushed: AtomicUsize::new(position),
+            store_timestamp: AtomicI64::new(0),
+        }
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn from(&self) -> i64 {
+        self.from
+    }
+
+    pub(crate) fn size(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Queue offset just past the file.
+    pub(crate) fn end(&self) -> i64 {
+        self.from + self.size() as i64
+    }
+
+    pub(crate) fn readable(&self) -> usize {
+        self.readable.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn flushed(&self) -> usize {
+        self.flushed.load(Ordering::Acquire)
+    }
+
+    /// Bytes still free for appends.
+    pub(crate) fn free(&self) -> usize {
+        self.size() - *self.write_pos.lock()
+    }
+
+    /// The published bytes `[pos, pos + len)`, or `None` if not all of them are published.
+    pub(crate) fn read(&self, pos: usize, len: usize) -> Option<&[u8]> {
+        let end = pos.checked_add(len)?;
+        if end > self.readable() {
+            return None;
+        }
+        // SAFETY: `pos..end` lies inside the mapping (readable <= size) and below `readable`,
+        // which no one writes while `&self` lives (module rules).
+        Some(unsafe { std::slice::from_raw_parts(self.map.as_ptr().add(pos), len) })
+    }
+
+    /// All published bytes from `pos`.
+    pub(crate) fn read_from(&self, pos: usize) -> Option<&[u8]> {
+        let readable = self.readable();
+        if pos >= readable {
+            return None;
+        }
+        self.read(pos, readable - pos)
+    }
+
+    /// A zero-copy handle on `[pos, pos + len)` that keeps the mapping alive.
+    pub(crate) fn slice(self: &Arc<Self>, pos: usize, len: usize) -> Option<Bytes> {
+        self.read(pos, len)?;
+        Some(Bytes::from_owner(MappedSlice {
+            file: Arc::clone(self),
+            pos,
+            len,
+        }))
+    }
+
+    /// Appends `data` and publishes it. Returns the position it was written at, or `None` if it
+    /// does not fit.
+    pub(crate) fn append(&self, data: &[u8]) -> Option<usize> {
+        let mut write_pos = self.write_pos.lock();
+        let pos = *write_pos;
+        if data.len() > self.size() - pos {
+            return None;
+        }
+        // SAFETY: `pos..pos + len` is inside the mapping and at or above `readable`, so no reader
+        // can see it yet; the mutex excludes other appenders.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.map.as_mut_ptr().add(pos),
+                data.len(),
+            );
+        }
+        *write_pos = pos + data.len();
+        self.readable.store(*write_pos, Ordering::Release);
+        Some(pos)
+    }
+
+    /// Appends `data` (a CommitLog end-of-file blank) and declares the whole file written, as
+    /// Java does: the rest of the file is dead space.
+    pub(crate) fn append_and_seal(&self, data: &[u8]) -> bool {
+        let mut write_pos = self.write_pos.lock();
+        let pos = *write_pos;
+        if data.len() > self.size() - pos {
+            return false;
+        }
+        // SAFETY: as in `append`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                self.map.as_mut_ptr().add(pos),
+                data.len(),
+            );
+        }
+        *write_pos = self.size();
+        self.readable.store(self.size(), Ordering::Release);
+        true
+    }
+
+    /// Records the store timestamp of the record just appended; call after `append` so that a
+    /// reader who sees the timestamp also sees the record as published.
+    pub(crate) fn set_store_timestamp(&self, timestamp: i64) {
+        self.store_timestamp.store(timestamp, Ordering::Release);
+    }
+
+    pub(crate) fn store_timestamp(&self) -> i64 {
+        self.store_timestamp.load(Ordering::Acquire)
+    }
+
+    /// Makes `[pos, size)` zero and the end of the file's content: recovery cuts a torn tail so
+    /// that nothing past it can ever be mistaken for data again.
+    pub(crate) fn truncate(&mut self, pos: usize) -> io::Result<()> {
+        let size = self.size();
+        let pos = pos.min(size);
+        if pos < size && !self.punch_hole(pos, size) {
+            // The file system cannot punch holes: write zeros, but only over pages that hold
+            // something, so a sparse tail stays sparse.
+            let mut page_start = pos;
+            while page_start < size {
+                let page_end = ((page_start / OS_PAGE_SIZE) + 1) * OS_PAGE_SIZE;
+                let page_end = page_end.min(size);
+                // SAFETY: `&mut self`: nobody else can read or write the mapping now.
+                let page = unsafe {
+                    std::slice::from_raw_parts_mut(
+                        self.map.as_mut_ptr().add(page_start),
+                        page_end - page_start,
+                    )
+                };
+                if page.iter().any(|b| *b != 0) {
+                    page.fill(0);
+                }
+                page_start = page_end;
+            }
+            self.map.flush_range(pos, size - pos)?;
+        }
+        *self.write_pos.get_mut() = pos;
+        self.readable.store(pos, Ordering::Release);
+        self.flushed.store(pos, Ordering::Release);
+        Ok(())
+    }
+
+    /// Deallocates `[pos, size)` so it reads back as zeros; false if the file system refused.
+    fn punch_hole(&self, pos: usize, size: usize) -> bool {
+        use rustix::fs::{fallocate, FallocateFlags};
+        let Ok(file) = OpenOptions::new().write(true).open(&self.path) else {
+            return false;
+        };
+        // Whole pages only; the partial first page is zeroed through the mapping.
+        let first_full_page = pos.div_ceil(OS_PAGE_SIZE) * OS_PAGE_SIZE;
+        if first_full_page < size {
+            let flags = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+            let len = (size - first_full_page) as u64;
+            if fallocate(&file, flags, first_full_page as u64, len).is_err() {
+                return false;
+            }
+        }
+        let head_end = first_full_page.min(size);
+        if head_end > pos {
+            // SAFETY: recovery holds `&mut self` on the only handle (see `truncate`).
+            unsafe {
+                std::ptr::write_bytes(self.map.as_mut_ptr().add(pos), 0, head_end - pos);
+            }
+            if self.map.flush_range(pos, head_end - pos).is_err() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Flushes published bytes to disk if at least `least_pages` dirty pages accumulated (or the
+    /// file is full, or `least_pages == 0` and anything is dirty). Returns the flushed position.
+    pub(crate) fn flush(&self, least_pages: usize) -> io::Result<usize> {
+        let flushed = self.flushed();
+        let readable = self.readable();
+        let able = if readable == self.size() {
+            readable > flushed
+        } else if least_pages > 0 {
+            readable / OS_PAGE_SIZE - flushed / OS_PAGE_SIZE >= least_pages
+        } else {
+            readable > flushed
+        };
+        if able {
+            self.map.flush_range(flushed, readable - flushed)?;
+            self.flushed.store(readable, Ordering::Release);
+        }
+        Ok(self.flushed())
+    }
+}
+
+/// Owner of a zero-copy [`Bytes`] over a mapped file.
+struct MappedSlice {
+    file: Arc<MappedFile>,
+    pos: usize,
+    len: usize,
+}
+
+impl AsRef<[u8]> for MappedSlice {
+    fn as_ref(&self) -> &[u8] {
+        // Checked readable when the slice was made, and published bytes never shrink while shared.
+        self.file.read(self.pos, self.len).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn append_publish_read_and_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(file_name(8192));
+        let file = Arc::new(MappedFile::create(path.clone(), 8192, 8192).unwrap());
+        assert_eq!(file.read(0, 1), None);
+        assert_eq!(file.append(b"hello"), Some(0));
+        assert_eq!(file.append(b" world"), Some(5));
+        assert_eq!(file.read(0, 11), Some(&b"hello world"[..]));
+        assert_eq!(file.read(0, 12), None);
+        let bytes = file.slice(6, 5).unwrap();
+        assert_eq!(&bytes[..], b"world");
+        assert_eq!(file.append(&vec![1u8; 9000]), None);
+        assert_eq!(file.flush(0).unwrap(), 11);
+        drop(file);
+        // The Bytes keeps the mapping alive after the file handle is gone.
+        assert_eq!(&bytes[..], b"world");
+
+        let reopened = MappedFile::open(path, 8192, 8192).unwrap();
+        assert_eq!(reopened.readable(), 8192);
+        assert_eq!(reopened.read(0, 11), Some(&b"hello world"[..]));
+        assert_eq!(std::fs::metadata(reopened.path()).unwrap().len(), 8192);
+        assert_eq!(file_name(8192), "00000000000000008192");
+    }
+
+    #[test]
+    fn truncate_zeroes_the_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(file_name(0));
+        let mut file = MappedFile::create(path.clone(), 0, 3 * OS_PAGE_SIZE).unwrap();
+        file.append(&vec![7u8; 3 * OS_PAGE_SIZE - 10]).unwrap();
+        file.truncate(100).unwrap();
+        assert_eq!(file.readable(), 100);
+        assert_eq!(file.free(), 3 * OS_PAGE_SIZE - 100);
+        drop(file);
+        let content = std::fs::read(&path).unwrap();
+        assert!(content[..100].iter().all(|b| *b == 7));
+        assert!(content[100..].iter().all(|b| *b == 0));
+    }
+
+    #[test]
+    fn seal_publishes_the_whole_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = MappedFile::create(dir.path().join(file_name(0)), 0, 64).unwrap();
+        file.append(&[1; 50]).unwrap();
+        assert!(file.append_and_seal(&[2; 8]));
+        assert_eq!(file.readable(), 64);
+        assert_eq!(file.append(&[3]), None);
+    }
+}

@@ -1,0 +1,416 @@
+//! [`MessageStore`]: opening (lock, recovery, services), the put and read entry points, and
+//! shutdown (Java's `DefaultMessageStore`).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use arc_swap::ArcSwapOption;
+use bytes::Bytes;
+use parking_lot::Mutex;
+use skiff_model::command::BoundaryType;
+
+use crate::checkpoint::Checkpoint;
+use crate::commit_log::CommitLog;
+use crate::config::{FlushDiskType, StoreConfig};
+use crate::dir::{AbortFile, DirLock};
+use crate::dispatch::DelayLevels;
+use crate::env::StoreEnv;
+use crate::error::{PutError, StoreError};
+use crate::flush::{self, GroupCommit, Waker};
+use crate::put::{self, MessageToStore, PutResult, PutStatus};
+use crate::queues::{self, QueueTable};
+use crate::read::GetMessagesResult;
+use crate::recovery::Recovery;
+use crate::stats::Stats;
+
+/// Called after messages reach a queue: topic, queue id, the queue's new max offset.
+pub type ArrivalListener = Arc<dyn Fn(&str, i32, i64) + Send + Sync>;
+
+/// Java's answer when a put is refused because the store cannot take writes.
+const NOT_AVAILABLE: &str = "service not available now. It may be caused by one of the following reasons: the broker's disk is full, messages are put to the slave, message store has been shut down, etc.";
+
+/// State shared by the API and the service threads.
+pub(crate) struct Shared {
+    pub config: StoreConfig,
+    pub env: StoreEnv,
+    pub commit_log: CommitLog,
+    pub queues: QueueTable,
+    pub checkpoint: Checkpoint,
+    pub delays: DelayLevels,
+    pub stats: Stats,
+    pub flush_waker: Waker,
+    pub cq_flush_waker: Waker,
+    pub group_commit: GroupCommit,
+    pub boot_ms: i64,
+    /// Bytes behind the CommitLog head a pull treats as "in memory".
+    pub memory_budget: i64,
+    listener: ArcSwapOption<ArrivalListener>,
+    shut_down: AtomicBool,
+    consume_queue_error: AtomicBool,
+}
+
+impl Shared {
+    /// Refuses writes after shutdown or a ConsumeQueue write failure.
+    pub(crate) fn check_writable(&self) -> Result<(), PutError> {
+        if self.shut_down.load(Ordering::Acquire) {
+            return Err(PutError::ServiceNotAvailable(format!(
+                "{NOT_AVAILABLE} (the message store has been shut down)"
+            )));
+        }
+        if self.consume_queue_error.load(Ordering::Acquire) {
+            return Err(PutError::ServiceNotAvailable(format!(
+                "{NOT_AVAILABLE} (a consume queue could not be written)"
+            )));
+        }
+        Ok(())
+    }
+
+    pub(crate) fn mark_consume_queue_error(&self) {
+        self.consume_queue_error.store(true, Ordering::Release);
+    }
+
+    fn notify_arrivals(&self, arrivals: &[(Arc<crate::consume_queue::ConsumeQueue>, i64)]) {
+        if let Some(listener) = self.listener.load().as_ref() {
+            for (queue, max_offset) in arrivals {
+                listener(queue.topic(), queue.queue_id(), *max_offset);
+            }
+        }
+    }
+}
+
+/// The message store: CommitLog, ConsumeQueues, flush and recovery. `Send + Sync`; it owns its
+/// service threads and stops them in [`MessageStore::shutdown`] (or when dropped).
+pub struct MessageStore {
+    shared: Arc<Shared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    abort: AbortFile,
+    _lock: DirLock,
+}
+
+impl MessageStore {
+    /// Opens (creating if needed) the store under `config.root_dir`: recovers, then starts the
+    /// flush threads.
+    pub fn open(config: StoreConfig) -> Result<MessageStore, StoreError> {
+        Self::open_with_env(config, StoreEnv::default())
+    }
+
+    /// [`MessageStore::open`] with a given clock and disk probe (tests).
+    pub fn open_with_env(config: StoreConfig, env: StoreEnv) -> Result<MessageStore, StoreError> {
+        validate(&config)?;
+        let delays = DelayLevels::parse(&config.message_delay_level).map_err(StoreError::Config)?;
+        std::fs::create_dir_all(&config.root_dir)
+            .map_err(|e| StoreError::io(&config.root_dir, e))?;
+        let lock = DirLock::acquire(&config.lock_path())?;
+        let abort = AbortFile::new(config.abort_path());
+        let clean = !abort.exists();
+        tracing::info!(root = %config.root_dir.display(), clean, "opening message store");
+
+        let checkpoint = Checkpoint::open(&config.checkpoint_path())?;
+        let mut commit_log_files =
+            CommitLog::load(&config.commit_log_dir(), config.commit_log_file_size)?;
+        let cq_root = config.consume_queue_dir();
+        let cq_file_size = config.consume_queue_file_size();
+        let loaded = queues::load_all(&cq_root, cq_file_size)?;
+        let recovered = Recovery {
+            queue_root: &cq_root,
+            queue_file_size: cq_file_size,
+            check_crc: config.check_crc_on_recover,
+            delays: &delays,
+            checkpoint: &checkpoint,
+            clean,
+        }
+        .run(&mut commit_log_files, loaded)
+        .map_err(|e| StoreError::io(&config.root_dir, e))?;
+        checkpoint
+            .flush()
+            .map_err(|e| StoreError::io(config.checkpoint_path(), e))?;
+        abort.create()?;
+
+        let boot_ms = env.clock.now_ms();
+        let memory_budget = physical_memory_bytes()
+            .saturating_mul(i64::from(config.access_message_in_memory_max_ratio))
+            / 100;
+        let shared = Arc::new(Shared {
+            commit_log: CommitLog::new(commit_log_files),
+            queues: QueueTable::new(cq_root, cq_file_size, recovered),
+            checkpoint,
+            delays,
+            stats: Stats::default(),
+            flush_waker: Waker::default(),
+            cq_flush_waker: Waker::default(),
+            group_commit: GroupCommit::default(),
+            boot_ms,
+            memory_budget,
+            listener: ArcSwapOption::empty(),
+            shut_down: AtomicBool::new(false),
+            consume_queue_error: AtomicBool::new(false),
+            config,
+            env,
+        });
+        let store = MessageStore {
+            threads: Mutex::new(Vec::new()),
+            shared,
+            abort,
+            _lock: lock,
+        };
+        store
+            .start_services()
+            .map_err(|e| StoreError::io(&store.shared.config.root_dir, e))?;
+        Ok(store)
+    }
+
+    fn start_services(&self) -> std::io::Result<()> {
+        let mut threads = self.threads.lock();
+        let spawn = |name: &str, run: fn(Arc<Shared>)| {
+            let shared = Arc::clone(&self.shared);
+            std::thread::Builder::new()
+                .name(name.to_string())
+                .spawn(move || run(shared))
+        };
+        threads.push(match self.shared.config.flush_disk_type {
+            FlushDiskType::AsyncFlush => spawn("skiff-flush-commitlog", flush::run_async_flush)?,
+            FlushDiskType::SyncFlush => spawn("skiff-group-commit", flush::run_group_commit)?,
+        });
+        threads.push(spawn("skiff-flush-cq", flush::run_consume_queue_flush)?);
+        Ok(())
+    }
+
+    /// Appends the messages (normally one queue's batch) under one lock hold with consecutive
+    /// queue offsets; with `SyncFlush` then waits for the disk (`FlushDiskTimeout` after
+    /// `sync_flush_timeout_ms`, the messages stay stored).
+    pub async fn put_messages(&self, messages: Vec<MessageToStore>) -> Result<PutResult, PutError> {
+        if messages.is_empty() {
+            return Ok(PutResult {
+                status: PutStatus::Ok,
+                messages: Vec::new(),
+            });
+        }
+        let shared = &self.shared;
+        let begin = Instant::now();
+        let appended = match put::append(shared, &messages) {
+            Ok(appended) => appended,
+            Err(e) => {
+                Stats::add(&shared.stats.put_message_failed_times, 1);
+                return Err(e);
+            }
+        };
+        shared.notify_arrivals(&appended.arrivals);
+        let status = match shared.config.flush_disk_type {
+            FlushDiskType::SyncFlush if put::wants_flush_wait(&messages) => {
+                self.wait_for_flush(appended.end_offset).await
+            }
+            FlushDiskType::SyncFlush => {
+                shared.group_commit.waker.wake();
+                PutStatus::Ok
+            }
+            FlushDiskType::AsyncFlush => {
+                shared.flush_waker.wake();
+                PutStatus::Ok
+            }
+        };
+        shared
+            .stats
+            .put_message_entire_time_max
+            .fetch_max(begin.elapsed().as_millis() as u64, Ordering::Relaxed);
+        Ok(PutResult {
+            status,
+            messages: appended.messages,
+        })
+    }
+
+    async fn wait_for_flush(&self, end: i64) -> PutStatus {
+        let shared = &self.shared;
+        if shared.commit_log.flushed_where() >= end {
+            return PutStatus::Ok;
+        }
+        let done = shared.group_commit.request(end);
+        let timeout = Duration::from_millis(shared.config.sync_flush_timeout_ms);
+        match tokio::time::timeout(timeout, done).await {
+            Ok(Ok(true)) => PutStatus::Ok,
+            _ => PutStatus::FlushDiskTimeout,
+        }
+    }
+
+    /// A pull (`DefaultMessageStore.getMessage`): up to `max_msg_nums` records from `offset`
+    /// whose tag code `filter` accepts.
+    pub fn get_messages(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: i32,
+        max_total_bytes: usize,
+        filter: &dyn Fn(i64) -> bool,
+    ) -> GetMessagesResult {
+        self.shared.get_messages(
+            topic,
+            queue_id,
+            offset,
+            max_msg_nums,
+            max_total_bytes,
+            filter,
+        )
+    }
+
+    /// The next queue offset to be written (0 for an unknown queue).
+    pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.shared.max_offset_in_queue(topic, queue_id)
+    }
+
+    /// The first queue offset whose message still exists (0 for an unknown queue).
+    pub fn min_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
+        self.shared.min_offset_in_queue(topic, queue_id)
+    }
+
+    /// The queue offset of the first (`Lower`) or last (`Upper`) message stored at or around
+    /// `timestamp` (`getOffsetInQueueByTime`), clamped to the queue's range.
+    pub fn offset_by_time(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        timestamp: i64,
+        boundary: BoundaryType,
+    ) -> i64 {
+        self.shared
+            .offset_by_time(topic, queue_id, timestamp, boundary)
+    }
+
+    /// Store time of the oldest message still in the queue.
+    pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        self.shared.earliest_message_time(topic, queue_id)
+    }
+
+    /// Store time of the message at `queue_offset`.
+    pub fn message_store_time(&self, topic: &str, queue_id: i32, queue_offset: i64) -> Option<i64> {
+        self.shared
+            .message_store_time(topic, queue_id, queue_offset)
+    }
+
+    /// The whole record at a CommitLog offset (view by offset message id).
+    pub fn read_message(&self, physical_offset: i64) -> Option<Bytes> {
+        self.shared.read_message(physical_offset)
+    }
+
+    /// First CommitLog offset still stored (-1 when the CommitLog is empty).
+    pub fn commit_log_min_offset(&self) -> i64 {
+        self.shared.commit_log.min_offset()
+    }
+
+    /// Offset the next record will be written at.
+    pub fn commit_log_max_offset(&self) -> i64 {
+        self.shared.commit_log.max_offset()
+    }
+
+    /// Queue ids of `topic` that have a ConsumeQueue, ascending.
+    pub fn queue_ids(&self, topic: &str) -> Vec<i32> {
+        self.shared.queues.queue_ids(topic)
+    }
+
+    /// Drops the topics' ConsumeQueues, files included; their queue offsets restart at 0.
+    pub fn delete_topics(&self, topics: &[&str]) {
+        let shared = &self.shared;
+        let guard = shared.commit_log.lock();
+        for topic in topics {
+            for queue in shared.queues.remove_topic(&guard, topic) {
+                if let Err(e) = queue.destroy() {
+                    tracing::warn!(topic, queue_id = queue.queue_id(), error = %e, "could not delete consume queue files");
+                }
+            }
+            let _ = std::fs::remove_dir(shared.queues.root().join(topic));
+        }
+    }
+
+    /// Called with (topic, queue id, new max offset) after messages reach a queue, outside the
+    /// put lock.
+    pub fn set_message_arrival_listener(&self, listener: ArrivalListener) {
+        self.shared.listener.store(Some(Arc::new(listener)));
+    }
+
+    /// Numbers for `GET_BROKER_RUNTIME_INFO`, named as Java names them.
+    pub fn runtime_info(&self) -> Vec<(String, String)> {
+        let shared = &self.shared;
+        let mut info = shared
+            .stats
+            .runtime_info(shared.boot_ms, shared.env.clock.now_ms());
+        let disk = |path: &std::path::Path| format!("{:?}", shared.env.disk.used_ratio(path));
+        let commit_log_dir = shared.config.commit_log_dir();
+        info.push(("commitLogDiskRatio".to_string(), disk(&commit_log_dir)));
+        info.push((
+            format!("commitLogDiskRatio_{}", commit_log_dir.display()),
+            disk(&commit_log_dir),
+        ));
+        info.push((
+            "consumeQueueDiskRatio".to_string(),
+            disk(&shared.config.consume_queue_dir()),
+        ));
+        info.push((
+            "commitLogMinOffset".to_string(),
+            shared.commit_log.min_offset().to_string(),
+        ));
+        info.push((
+            "commitLogMaxOffset".to_string(),
+            shared.commit_log.max_offset().to_string(),
+        ));
+        info.push((
+            "remainHowManyDataToFlush".to_string(),
+            (shared.commit_log.max_offset() - shared.commit_log.flushed_where())
+                .max(0)
+                .to_string(),
+        ));
+        info
+    }
+
+    /// Stops the services (each flushes a last time), writes the checkpoint and removes `abort`.
+    /// Later puts are refused. Idempotent.
+    pub fn shutdown(&self) {
+        let shared = &self.shared;
+        if shared.shut_down.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        // Wait for a put in progress; later ones see `shut_down` under the lock.
+        drop(shared.commit_log.lock());
+        shared.flush_waker.stop();
+        shared.group_commit.waker.stop();
+        shared.cq_flush_waker.stop();
+        for thread in self.threads.lock().drain(..) {
+            if thread.join().is_err() {
+                tracing::error!("a store service thread panicked");
+            }
+        }
+        flush::flush_consume_queues(shared, true);
+        self.abort.remove();
+        tracing::info!("message store shut down");
+    }
+}
+
+impl Drop for MessageStore {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn validate(config: &StoreConfig) -> Result<(), StoreError> {
+    let bad = |what: &str| Err(StoreError::Config(what.to_string()));
+    if config.commit_log_file_size < 4096 || config.commit_log_file_size > i32::MAX as u64 {
+        return bad("commit_log_file_size must be between 4 KiB and 2 GiB");
+    }
+    if config.consume_queue_file_entries == 0 || config.consume_queue_file_size() > i32::MAX as u64
+    {
+        return bad("consume_queue_file_entries must be positive and the file under 2 GiB");
+    }
+    Ok(())
+}
+
+/// Total RAM from `/proc/meminfo`, or 16 GiB if it cannot be read.
+fn physical_memory_bytes() -> i64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kib: i64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            Some(kib * 1024)
+        })
+        .unwrap_or(16 << 30)
+}

@@ -1,0 +1,99 @@
+//! Helpers shared by the store's integration tests.
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use skiff_model::record::Record;
+use skiff_store::{Clock, MessageStore, MessageToStore, StatvfsDisk, StoreConfig, StoreEnv};
+
+/// Small files so that tests roll segments and queue files quickly.
+pub fn small_config(root: &Path) -> StoreConfig {
+    StoreConfig {
+        commit_log_file_size: 8 * 1024,
+        consume_queue_file_entries: 16,
+        flush_interval_commit_log_ms: 50,
+        flush_interval_consume_queue_ms: 50,
+        ..StoreConfig::new(root)
+    }
+}
+
+pub fn message(topic: &str, queue_id: i32, body: &[u8], tags: Option<&str>) -> MessageToStore {
+    let mut properties = String::new();
+    if let Some(tags) = tags {
+        properties.push_str(&format!("TAGS\u{1}{tags}\u{2}"));
+    }
+    properties.push_str("UNIQ_KEY\u{1}7F0000010001\u{2}");
+    MessageToStore {
+        topic: topic.to_string(),
+        queue_id,
+        flag: 0,
+        sys_flag: 0,
+        born_timestamp: 1_700_000_000_000,
+        born_host: "10.1.2.3:50000".parse().unwrap(),
+        reconsume_times: 0,
+        prepared_transaction_offset: 0,
+        body: Bytes::copy_from_slice(body),
+        properties,
+    }
+}
+
+pub fn decode(bytes: &[u8]) -> Record<'_> {
+    Record::decode(bytes, true).expect("a valid record")
+}
+
+pub fn all(_: i64) -> bool {
+    true
+}
+
+/// Every message of a queue, pulled in batches.
+pub fn pull_all(store: &MessageStore, topic: &str, queue_id: i32) -> Vec<Bytes> {
+    let mut offset = store.min_offset_in_queue(topic, queue_id);
+    let mut out = Vec::new();
+    loop {
+        let result = store.get_messages(topic, queue_id, offset, 32, usize::MAX, &all);
+        if result.messages.is_empty() && result.next_begin_offset == offset {
+            return out;
+        }
+        out.extend(result.messages);
+        offset = result.next_begin_offset;
+    }
+}
+
+/// A clock tests move by hand.
+#[derive(Default)]
+pub struct ManualClock(pub AtomicI64);
+
+impl ManualClock {
+    pub fn set(&self, ms: i64) {
+        self.0.store(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_ms(&self) -> i64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+pub fn env_with_clock(clock: Arc<ManualClock>) -> StoreEnv {
+    StoreEnv {
+        clock,
+        disk: Arc::new(StatvfsDisk),
+    }
+}
+
+pub fn put(store: &MessageStore, messages: Vec<MessageToStore>) -> skiff_store::PutResult {
+    block_on(store.put_messages(messages)).expect("put")
+}
+
+/// Runs a future to completion on a small current-thread runtime.
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()
+        .unwrap()
+        .block_on(future)
+}
