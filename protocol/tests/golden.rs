@@ -825,3 +825,40 @@ fn search_boundary_round_trips_through_java_names() {
     assert_eq!(cmd.ext("boundaryType"), Some("UPPER"));
     assert_eq!(decode_request(&cmd).unwrap(), request);
 }
+
+/// rocketmq-client-go (`internal/route.go`, `TopicRouteData.decode`) does not parse `brokerAddrs`
+/// as JSON: it takes the raw object text, splits it on `,` and the first `:`, and (from v2.1.2 on)
+/// strips quotes from the id. Before v2.1.2 a quoted id failed `ParseInt` and became 0, so the
+/// slave's address overwrote the master's. Go reports version 317, so Skiff, like Java's name
+/// server, sends it bare keys, which both Go parsers read correctly.
+#[test]
+fn go_client_parses_the_routes_skiff_sends_it() {
+    fn go_parse(route_json: &str, strips_quotes: bool) -> BTreeMap<i64, String> {
+        let start = route_json.find("\"brokerAddrs\":").unwrap() + "\"brokerAddrs\":".len();
+        let end = start + route_json[start..].find('}').unwrap() + 1;
+        let addrs = &route_json[start..end];
+        let mut out = BTreeMap::new();
+        for item in addrs[1..addrs.len() - 1].split(',') {
+            let Some(i) = item.find(':') else { continue };
+            let id = if strips_quotes {
+                item[..i].replace('"', "")
+            } else {
+                item[..i].to_string()
+            };
+            out.insert(id.parse().unwrap_or(0), item[i + 1..].replace('"', ""));
+        }
+        out
+    }
+    let expected = broker_data().broker_addrs;
+    let mut go = RemotingCommand::request(105, 1);
+    go.version = 317;
+    go.language = LanguageCode::Go;
+    let body = encode_reply(&go, Reply::Route(route())).body.to_bytes();
+    let ours = std::str::from_utf8(&body).unwrap();
+    assert_eq!(go_parse(ours, true), expected);
+    assert_eq!(go_parse(ours, false), expected);
+    // What a standard body would do to an old Go client: both ids read as 0.
+    let standard = text("java-5.3.3", "route_standard.json");
+    assert_ne!(go_parse(&standard, false), expected);
+    assert_eq!(go_parse(&standard, true), expected);
+}

@@ -860,7 +860,7 @@ proptest! {
     }
 
     #[test]
-    fn arbitrary_requests_never_panic(
+    fn arbitrary_requests_never_panic_and_accepted_ones_round_trip(
         code in prop_oneof![
             Just(10), Just(11), Just(14), Just(15), Just(17), Just(21), Just(28), Just(29), Just(30), Just(31),
             Just(32), Just(34), Just(35), Just(38), Just(40), Just(103), Just(104), Just(105), Just(106),
@@ -877,7 +877,11 @@ proptest! {
         let mut cmd = RemotingCommand::request(code, 1);
         cmd.ext_fields = ext.into_iter().collect();
         cmd.body = Body::from(body);
-        let _ = decode_request(&cmd);
+        // Whatever is accepted survives re-encoding unchanged.
+        if let Ok(request) = decode_request(&cmd) {
+            let again = encode_request(&request, 1, false);
+            prop_assert_eq!(decode_request(&again), Ok(request));
+        }
         let _ = decode_reply(&Request::GetAllTopicConfig, &RemotingCommand { flag: 1, ..cmd.clone() });
         let _ = decode_reply(&Request::Pull(PullRequest::default()), &RemotingCommand { flag: 1, ..cmd });
     }
