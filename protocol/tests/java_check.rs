@@ -7,7 +7,7 @@
 //! `SKIFF_JAVA_CHECK_DIR=/tmp/out cargo test -p skiff-protocol --test java_check -- --ignored`
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use bytes::{Bytes, BytesMut};
 use skiff_model::command::{
@@ -28,7 +28,7 @@ use skiff_protocol::remoting::{
     encode_frame, encode_reply, encode_request, RemotingCommand, SerializeType,
 };
 
-fn write(dir: &PathBuf, name: &str, bytes: &[u8]) {
+fn write(dir: &Path, name: &str, bytes: &[u8]) {
     std::fs::write(dir.join(name), bytes).unwrap();
 }
 
@@ -39,7 +39,7 @@ fn frame(cmd: &RemotingCommand) -> Vec<u8> {
 }
 
 /// Writes `reply` to a JSON and a binary request, as `<name>.json.bin` and `<name>.rocketmq.bin`.
-fn replies(dir: &PathBuf, name: &str, request: &Request, reply: Reply) {
+fn replies(dir: &Path, name: &str, request: &Request, reply: Reply) {
     for (kind, serialize_type) in [
         ("json", SerializeType::Json),
         ("rocketmq", SerializeType::RocketMq),
