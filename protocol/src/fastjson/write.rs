@@ -699,3 +699,69 @@ impl ser::SerializeStruct for KeyStruct {
         self.writer.bare(text)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Bean {
+        zeta: i32,
+        alpha: Option<String>,
+        missing: Option<String>,
+        ratio: f64,
+        by_id: BTreeMap<i64, &'static str>,
+    }
+
+    fn bean() -> Bean {
+        Bean {
+            zeta: 1,
+            alpha: Some("a\"\\\n\u{1}é".into()),
+            missing: None,
+            ratio: 2.0,
+            by_id: BTreeMap::from([(0, "x"), (-1, "y")]),
+        }
+    }
+
+    #[test]
+    fn beans_are_sorted_with_nulls_omitted_and_bare_integer_keys() {
+        assert_eq!(
+            to_string(&bean()).unwrap(),
+            r#"{"alpha":"a\"\\\n\u0001é","byId":{-1:"y",0:"x"},"ratio":2.0,"zeta":1}"#
+        );
+    }
+
+    #[test]
+    fn standard_style_quotes_keys_and_escapes_non_ascii() {
+        assert_eq!(
+            to_string_with(&bean(), Style::STANDARD).unwrap(),
+            r#"{"alpha":"a\"\\\n\u0001\u00E9","byId":{"-1":"y","0":"x"},"ratio":2.0,"zeta":1}"#
+        );
+        assert_eq!(
+            to_string_with("😀", Style::STANDARD).unwrap(),
+            r#""\uD83D\uDE00""#
+        );
+    }
+
+    #[test]
+    fn pretty_style_matches_fastjson_layout() {
+        assert_eq!(
+            to_string_pretty(&bean()).unwrap(),
+            "{\n\t\"alpha\":\"a\\\"\\\\\\n\\u0001é\",\n\t\"byId\":{-1:\"y\",0:\"x\"\n\t},\n\t\"ratio\":2.0,\n\t\"zeta\":1\n}"
+        );
+        let empty: BTreeMap<String, i32> = BTreeMap::new();
+        assert_eq!(to_string_pretty(&empty).unwrap(), "{}");
+    }
+
+    #[test]
+    fn numbers_look_like_java_doubles() {
+        assert_eq!(to_string(&0.0).unwrap(), "0.0");
+        assert_eq!(to_string(&1.5).unwrap(), "1.5");
+        assert_eq!(to_string(&f64::NAN).unwrap(), "null");
+        assert_eq!(to_string(&None::<i32>).unwrap(), "null");
+        assert_eq!(to_string(&vec![Some(1), None]).unwrap(), "[1,null]");
+    }
+}
