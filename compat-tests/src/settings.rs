@@ -1,7 +1,9 @@
 //! Settings from the environment.
 //!
 //! - `SKIFF_COMPAT_TARGET=skiff|apache` (default `skiff`): the broker under test.
-//! - `SKIFF_COMPAT_CLIENTS=4.9.8,5.3.3` (default both): official Java client versions.
+//! - `SKIFF_COMPAT_CLIENTS=4.9.8,5.3.3` (default both): official Java client versions. Against an
+//!   Apache 4.9 broker the default is 4.9.8 only: the 5.x lite pull consumer (LITE_PULL_MESSAGE)
+//!   and admin calls use request codes a 4.9 broker does not have.
 //! - `SKIFF_COMPAT_APACHE_VERSION=5.3.3` (default): Apache RocketMQ broker version for the
 //!   `apache` target (4.9.8 is not on Maven Central; 4.9.7 is the newest 4.9 broker there).
 //! - `SKIFF_BIN`: the skiff binary (default: next to the test executable).
@@ -34,11 +36,14 @@ fn parse_target(v: Option<&str>) -> Result<TargetKind> {
 }
 
 pub fn client_versions() -> Vec<String> {
-    parse_versions(var("SKIFF_COMPAT_CLIENTS").as_deref())
+    let apache4 =
+        target_kind().ok() == Some(TargetKind::Apache) && apache_version().starts_with("4.");
+    let default = if apache4 { "4.9.8" } else { "4.9.8,5.3.3" };
+    parse_versions(var("SKIFF_COMPAT_CLIENTS").as_deref(), default)
 }
 
-fn parse_versions(v: Option<&str>) -> Vec<String> {
-    v.unwrap_or("4.9.8,5.3.3")
+fn parse_versions(v: Option<&str>, default: &str) -> Vec<String> {
+    v.unwrap_or(default)
         .split(',')
         .map(str::trim)
         .filter(|s| !s.is_empty())
@@ -63,7 +68,7 @@ mod tests {
 
     #[test]
     fn versions_are_a_comma_list_defaulting_to_both() {
-        assert_eq!(parse_versions(None), ["4.9.8", "5.3.3"]);
-        assert_eq!(parse_versions(Some(" 5.3.3 , ")), ["5.3.3"]);
+        assert_eq!(parse_versions(None, "4.9.8,5.3.3"), ["4.9.8", "5.3.3"]);
+        assert_eq!(parse_versions(Some(" 5.3.3 , "), "4.9.8"), ["5.3.3"]);
     }
 }

@@ -82,8 +82,12 @@ fn free_port(offsets: &[i32]) -> Result<u16> {
     bail!("no free loopback port group found")
 }
 
+/// Marks a directory kept for inspection after a failure.
+const FAILED_MARK: &str = "FAILED";
+const KEEP_FAILED: Duration = Duration::from_secs(24 * 3600);
+
 /// Removes data dirs left by earlier test processes that are gone (a shared target lives in a
-/// static and is never dropped).
+/// static and is never dropped); those of failed tests stay for a day.
 fn remove_stale_dirs(base: &Path) {
     let Ok(entries) = fs::read_dir(base) else {
         return;
@@ -91,10 +95,16 @@ fn remove_stale_dirs(base: &Path) {
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         let pid = name.split('-').next().and_then(|p| p.parse::<u32>().ok());
-        if let Some(pid) = pid {
-            if pid != std::process::id() && !Path::new(&format!("/proc/{pid}")).exists() {
-                let _ = fs::remove_dir_all(e.path());
-            }
+        let Some(pid) = pid else { continue };
+        if pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists() {
+            continue;
+        }
+        let failed_age = fs::metadata(e.path().join(FAILED_MARK))
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok());
+        if failed_age.is_none_or(|age| age > KEEP_FAILED) {
+            let _ = fs::remove_dir_all(e.path());
         }
     }
 }
@@ -109,6 +119,20 @@ fn new_dir(label: &str) -> Result<PathBuf> {
     let _ = fs::remove_dir_all(&dir);
     fs::create_dir_all(&dir)?;
     Ok(dir)
+}
+
+fn logback_file(log: &Path) -> String {
+    format!(
+        r#"<configuration>
+  <appender name="F" class="ch.qos.logback.core.FileAppender">
+    <file>{}</file>
+    <encoder><pattern>%d{{HH:mm:ss.SSS}} %-5level %logger{{24}} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="F"/></root>
+</configuration>
+"#,
+        log.display()
+    )
 }
 
 /// The skiff binary: `$SKIFF_BIN`, else next to the test executable's `deps/` directory.
@@ -194,6 +218,13 @@ impl Target {
             TargetKind::Apache => {
                 let home = self.dir.join("home");
                 fs::create_dir_all(home.join("conf"))?;
+                // 4.9 loads $ROCKETMQ_HOME/conf/logback_<role>.xml and exits without it.
+                for role in ["namesrv", "broker"] {
+                    fs::write(
+                        home.join(format!("conf/logback_{role}.xml")),
+                        logback_file(&home.join(format!("logs/{role}.log"))),
+                    )?;
+                }
                 fs::write(
                     self.dir.join("namesrv.conf"),
                     format!("listenPort={}\n", self.namesrv_port),
@@ -237,10 +268,14 @@ impl Target {
                 "-XX:+UseSerialGC",
                 "-XX:TieredStopAtLevel=1",
                 "-Xshare:auto",
-                // The store unmaps files through JDK internals.
+                // The store unmaps files through JDK internals; on Java 17 the 4.9 broker
+                // otherwise fails to recover a store ("Unable to make ... Cleaner.clean()
+                // accessible").
                 "--add-opens=java.base/java.nio=ALL-UNNAMED",
                 "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
                 "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+                "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+                "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
             ])
             .arg(format!("-Duser.home={}", home.display()))
             .arg(format!("-Drocketmq.home.dir={}", home.display()))
@@ -414,7 +449,10 @@ impl Drop for Target {
         run.broker.take();
         run.namesrv.take();
         // Keep the data and logs of a failed test for inspection.
-        if !thread::panicking() {
+        if thread::panicking() {
+            let _ = fs::write(self.dir.join(FAILED_MARK), b"");
+            eprintln!("kept the target dir {} for inspection", self.dir.display());
+        } else {
             let _ = fs::remove_dir_all(&self.dir);
         }
     }
