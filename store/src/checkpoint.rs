@@ -81,6 +81,14 @@ impl Checkpoint {
             .store(timestamp, Ordering::Release);
     }
 
+    pub(crate) fn index_msg_timestamp(&self) -> i64 {
+        self.index_msg_timestamp.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn set_index_msg_timestamp(&self, timestamp: i64) {
+        self.index_msg_timestamp.store(timestamp, Ordering::Release);
+    }
+
     /// Recovery's record of the last valid message (Java keeps it for HA; informational here).
     pub(crate) fn set_confirm_phy_offset(&self, offset: i64) {
         self.confirm_phy_offset.store(offset, Ordering::Release);
@@ -121,14 +129,17 @@ mod tests {
         assert_eq!(checkpoint.min_timestamp(), 0);
         checkpoint.set_physic_msg_timestamp(10_000);
         checkpoint.set_logics_msg_timestamp(9_000);
+        checkpoint.set_index_msg_timestamp(8_000);
         checkpoint.set_confirm_phy_offset(77);
         checkpoint.flush().unwrap();
         drop(checkpoint);
         let bytes = std::fs::read(&path).unwrap();
         assert_eq!(bytes.len(), 4096);
         assert_eq!(&bytes[0..8], &10_000_i64.to_be_bytes());
+        assert_eq!(&bytes[16..24], &8_000_i64.to_be_bytes());
         assert_eq!(&bytes[32..40], &77_i64.to_be_bytes());
         let reopened = Checkpoint::open(&path).unwrap();
         assert_eq!(reopened.min_timestamp(), 6_000);
+        assert_eq!(reopened.index_msg_timestamp(), 8_000);
     }
 }

@@ -14,6 +14,7 @@ use skiff_model::record::{
     store_timestamp_pos, Record, BLANK_MAGIC, MAGIC_V1, MAGIC_V2, PHYSICAL_OFFSET_POS, SYS_FLAG_POS,
 };
 
+use crate::allocate::Allocator;
 use crate::error::StoreError;
 use crate::file_queue::FileQueue;
 use crate::mapped_file::MappedFile;
@@ -27,6 +28,7 @@ pub(crate) type PutGuard<'a> = MutexGuard<'a, ()>;
 pub(crate) struct CommitLog {
     pub(crate) files: FileQueue,
     put_lock: Mutex<()>,
+    allocator: Arc<Allocator>,
 }
 
 /// A record ready to be written: where it sits in the batch buffer.
@@ -46,10 +48,12 @@ pub(crate) enum Checked<'a> {
 }
 
 impl CommitLog {
-    pub(crate) fn new(files: FileQueue) -> Self {
+    pub(crate) fn new(files: FileQueue, allocator: Arc<Allocator>) -> Self {
+        allocator.request(files.current().map_or(0, |f| f.end()));
         CommitLog {
             files,
             put_lock: Mutex::new(()),
+            allocator,
         }
     }
 
@@ -102,7 +106,7 @@ impl CommitLog {
         let mut segments: Vec<Arc<MappedFile>> = Vec::with_capacity(2);
         let first = match self.files.current() {
             Some(last) => last,
-            None => self.files.create_file(0)?,
+            None => self.new_segment(0)?,
         };
         let mut pos = segment_size - first.free();
         segments.push(first);
@@ -153,8 +157,38 @@ impl CommitLog {
     fn next_segment(&self, current: &Arc<MappedFile>) -> io::Result<Arc<MappedFile>> {
         match self.files.find(current.end()) {
             Some(next) => Ok(next),
-            None => self.files.create_file(current.end()),
+            None => self.new_segment(current.end()),
         }
+    }
+
+    /// The segment starting at `from`: the pre-allocated one if ready, else made now. Either
+    /// way the one after it is requested from the allocator.
+    fn new_segment(&self, from: i64) -> io::Result<Arc<MappedFile>> {
+        let segment = self.allocator.take_or_create(from)?;
+        self.files.push_file(Arc::clone(&segment));
+        self.allocator.request(segment.end());
+        Ok(segment)
+    }
+
+    /// Deletes the oldest segments (never the one being written, at most `batch_max`) that are
+    /// older than `reserved_ms`, or whatever their age when `clean_at_once`
+    /// (`deleteExpiredFile`). Returns how many went.
+    pub(crate) fn delete_expired(
+        &self,
+        now: i64,
+        reserved_ms: i64,
+        clean_at_once: bool,
+        batch_max: usize,
+    ) -> io::Result<usize> {
+        let files = self.files.snapshot();
+        let candidates = &files[..files.len().saturating_sub(1)];
+        let expired = candidates
+            .iter()
+            .take_while(|f| clean_at_once || now >= f.last_modified_ms() + reserved_ms)
+            .take(batch_max)
+            .count();
+        drop(files);
+        self.files.remove_first(expired)
     }
 
     /// The record bytes `[offset, offset + size)` as a zero-copy slice.

@@ -61,6 +61,37 @@ pub struct StoreConfig {
     /// `maxFilterMessageSize`: bytes of ConsumeQueue one pull scans at most (at least
     /// `max_msg_nums * 20`).
     pub max_filter_message_size: usize,
+    /// `warmMapedFileEnable`: touch every page of a pre-allocated CommitLog segment so the put
+    /// path never page-faults on a fresh segment.
+    pub warm_mapped_file_enable: bool,
+    /// `messageIndexEnable`: build the IndexFile (keys and unique keys).
+    pub message_index_enable: bool,
+    /// `maxHashSlotNum`: hash slots per IndexFile.
+    pub max_hash_slot_num: u32,
+    /// `maxIndexNum`: entries per IndexFile.
+    pub max_index_num: u32,
+    /// `maxMsgsNumBatch`: most messages one key query returns.
+    pub max_msgs_num_batch: usize,
+    /// `defaultQueryMaxNum`: what the broker asks for in a unique-key query.
+    pub default_query_max_num: usize,
+    /// `fileReservedTime`, in hours: CommitLog segments older than this are deleted.
+    pub file_reserved_time_hours: u64,
+    /// `deleteWhen`: local hours (`"04"`, `"04;16"`) at which expired segments are deleted.
+    pub delete_when: String,
+    /// `diskMaxUsedSpaceRatio` (percent): above it, expired segments go at any hour.
+    pub disk_max_used_space_ratio: u32,
+    /// `diskSpaceCleanForciblyRatio` (percent, at most 85): above it, the oldest segments go
+    /// whatever their age (with `clean_file_forcibly_enable`).
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// `diskSpaceWarningLevelRatio` (percent, at most 90): above it, puts are refused until
+    /// space frees up.
+    pub disk_space_warning_level_ratio: u32,
+    /// `cleanFileForciblyEnable`.
+    pub clean_file_forcibly_enable: bool,
+    /// `cleanResourceInterval`: how often retention and the disk check run.
+    pub clean_resource_interval_ms: u64,
+    /// `deleteFileBatchMax`: segments deleted per round at most.
+    pub delete_file_batch_max: usize,
 }
 
 impl StoreConfig {
@@ -86,6 +117,10 @@ impl StoreConfig {
 
     pub(crate) fn abort_path(&self) -> PathBuf {
         self.root_dir.join("abort")
+    }
+
+    pub(crate) fn index_dir(&self) -> PathBuf {
+        self.root_dir.join("index")
     }
 
     pub(crate) fn lock_path(&self) -> PathBuf {
@@ -123,6 +158,20 @@ impl Default for StoreConfig {
             max_transfer_count_on_message_in_disk: 8,
             access_message_in_memory_max_ratio: 40,
             max_filter_message_size: 16_000,
+            warm_mapped_file_enable: false,
+            message_index_enable: true,
+            max_hash_slot_num: 5_000_000,
+            max_index_num: 5_000_000 * 4,
+            max_msgs_num_batch: 64,
+            default_query_max_num: 32,
+            file_reserved_time_hours: 72,
+            delete_when: "04".to_string(),
+            disk_max_used_space_ratio: 75,
+            disk_space_clean_forcibly_ratio: 85,
+            disk_space_warning_level_ratio: 90,
+            clean_file_forcibly_enable: true,
+            clean_resource_interval_ms: 10_000,
+            delete_file_batch_max: 10,
         }
     }
 }

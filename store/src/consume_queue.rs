@@ -371,6 +371,24 @@ impl ConsumeQueue {
             .fetch_max(low * UNIT, Ordering::AcqRel);
     }
 
+    /// Deletes files (never the last) whose entries all point below `min_phy_offset`, then
+    /// moves the min offset (`deleteExpiredFile`).
+    pub(crate) fn delete_expired(&self, min_phy_offset: i64) -> io::Result<()> {
+        let files = self.files.snapshot();
+        let expired = files[..files.len().saturating_sub(1)]
+            .iter()
+            .take_while(|f| {
+                f.read(f.size() - ENTRY_SIZE, ENTRY_SIZE)
+                    .map(CqEntry::decode)
+                    .is_some_and(|last| last.offset < min_phy_offset)
+            })
+            .count();
+        drop(files);
+        self.files.remove_first(expired)?;
+        self.correct_min_offset(min_phy_offset);
+        Ok(())
+    }
+
     pub(crate) fn flush(&self, least_pages: usize) -> io::Result<()> {
         self.files.flush(least_pages).map(|_| ())
     }

@@ -144,6 +144,29 @@ impl FileQueue {
         Ok(file)
     }
 
+    /// Appends a file made elsewhere (pre-allocated) to the list.
+    pub(crate) fn push_file(&self, file: Arc<MappedFile>) {
+        let _change = self.change.lock();
+        self.publish_with(|files| files.push(file));
+    }
+
+    /// Unlinks the first `count` files (never the last one) and drops them from the list.
+    pub(crate) fn remove_first(&self, count: usize) -> io::Result<usize> {
+        let _change = self.change.lock();
+        let files = self.files.load_full();
+        let count = count.min(files.len().saturating_sub(1));
+        for file in &files[..count] {
+            match fs::remove_file(file.path()) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        self.publish_with(|files| {
+            files.drain(..count);
+        });
+        Ok(count)
+    }
+
     /// Unlinks every file.
     pub(crate) fn destroy(&self) -> io::Result<()> {
         let _change = self.change.lock();

@@ -57,7 +57,7 @@ impl Waker {
         self.cv.notify_all();
     }
 
-    fn is_stopped(&self) -> bool {
+    pub(crate) fn is_stopped(&self) -> bool {
         self.stopped.load(Ordering::Acquire)
     }
 }

@@ -1,11 +1,13 @@
 //! Skiff's message store, byte-compatible on disk with Apache RocketMQ's (`storePathRootDir`).
 //!
 //! It owns the CommitLog (every record, in memory-mapped segments named by their 20-digit start
-//! offset), the ConsumeQueues (per topic-queue, 20-byte entries pointing into the CommitLog),
-//! dispatch from records to queues, flushing (an async flush thread, or group commit for sync
-//! flush), the `checkpoint` and `abort` files and crash recovery. A directory written by the Java
-//! broker opens here and the other way round. The record layout itself comes from
-//! `skiff_model::record`.
+//! offset, pre-allocated off the put path), the ConsumeQueues (per topic-queue, 20-byte entries
+//! pointing into the CommitLog), dispatch from records to queues, flushing (an async flush
+//! thread, or group commit for sync flush), the `checkpoint` and `abort` files, crash recovery,
+//! the IndexFiles (keys and unique keys, built by a background thread) and retention (old
+//! segments deleted by age and disk usage, puts refused when the disk is full). A directory
+//! written by the Java broker opens here and the other way round. The record layout itself
+//! comes from `skiff_model::record`.
 //!
 //! It must not know any protocol or client: the broker hands it [`MessageToStore`]s and a tag
 //! filter, and gets offsets and zero-copy record bytes back.
@@ -36,6 +38,7 @@
 //! # }
 //! ```
 
+mod allocate;
 mod checkpoint;
 mod commit_log;
 mod config;
@@ -46,17 +49,21 @@ mod env;
 mod error;
 mod file_queue;
 mod flush;
+mod index;
+mod local_time;
 mod mapped_file;
 mod message_store;
 mod put;
 mod queues;
 mod read;
 mod recovery;
+mod retention;
 mod stats;
 
 pub use config::{FlushDiskType, StoreConfig};
 pub use env::{Clock, DiskProbe, StatvfsDisk, StoreEnv, SystemClock};
 pub use error::{PutError, StoreError};
+pub use index::QueryMessagesResult;
 pub use message_store::{ArrivalListener, MessageStore};
 pub use put::{AppendedMessage, MessageToStore, PutResult, PutStatus};
 pub use read::{GetMessageStatus, GetMessagesResult};

@@ -237,6 +237,19 @@ impl MappedFile {
         Ok(())
     }
 
+    /// Prepares a fresh, unshared file for fast appends: its blocks are allocated on disk and
+    /// every page is faulted in (Java's `warmMappedFile`).
+    pub(crate) fn warm(&mut self) {
+        use rustix::fs::{fallocate, FallocateFlags};
+        if let Ok(file) = OpenOptions::new().write(true).open(&self.path) {
+            let _ = fallocate(&file, FallocateFlags::empty(), 0, self.size() as u64);
+        }
+        for page in (0..self.size()).step_by(OS_PAGE_SIZE) {
+            // SAFETY: `&mut self` on a file nobody reads yet; the byte is zero already.
+            unsafe { std::ptr::write_volatile(self.map.as_mut_ptr().add(page), 0) };
+        }
+    }
+
     /// Deallocates `[pos, size)` so it reads back as zeros; false if the file system refused.
     fn punch_hole(&self, pos: usize, size: usize) -> bool {
         use rustix::fs::{fallocate, FallocateFlags};
@@ -282,6 +295,18 @@ impl MappedFile {
             self.flushed.store(readable, Ordering::Release);
         }
         Ok(self.flushed())
+    }
+}
+
+impl MappedFile {
+    /// Last modification time of the file in ms since the epoch: retention's measure of age,
+    /// as Java's `File.lastModified`.
+    pub(crate) fn last_modified_ms(&self) -> i64 {
+        std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_millis() as i64)
     }
 }
 

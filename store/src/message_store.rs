@@ -11,6 +11,7 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use skiff_model::command::BoundaryType;
 
+use crate::allocate::Allocator;
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::CommitLog;
 use crate::config::{FlushDiskType, StoreConfig};
@@ -19,10 +20,12 @@ use crate::dispatch::DelayLevels;
 use crate::env::StoreEnv;
 use crate::error::{PutError, StoreError};
 use crate::flush::{self, GroupCommit, Waker};
+use crate::index::{self, IndexService, QueryMessagesResult};
 use crate::put::{self, MessageToStore, PutResult, PutStatus};
 use crate::queues::{self, QueueTable};
 use crate::read::GetMessagesResult;
 use crate::recovery::Recovery;
+use crate::retention;
 use crate::stats::Stats;
 
 /// Called after messages reach a queue: topic, queue id, the queue's new max offset.
@@ -34,6 +37,7 @@ const NOT_AVAILABLE: &str = "service not available now. It may be caused by one 
 /// State shared by the API and the service threads.
 pub(crate) struct Shared {
     pub config: StoreConfig,
+    pub allocator: Arc<Allocator>,
     pub env: StoreEnv,
     pub commit_log: CommitLog,
     pub queues: QueueTable,
@@ -46,9 +50,14 @@ pub(crate) struct Shared {
     pub boot_ms: i64,
     /// Bytes behind the CommitLog head a pull treats as "in memory".
     pub memory_budget: i64,
+    /// The IndexFiles, when `message_index_enable`.
+    pub index: Option<IndexService>,
+    pub index_waker: Waker,
+    pub retention_waker: Waker,
     listener: ArcSwapOption<ArrivalListener>,
     shut_down: AtomicBool,
     consume_queue_error: AtomicBool,
+    disk_full: AtomicBool,
 }
 
 impl Shared {
@@ -59,12 +68,26 @@ impl Shared {
                 "{NOT_AVAILABLE} (the message store has been shut down)"
             )));
         }
+        if self.disk_full.load(Ordering::Acquire) {
+            let ratio = |path: &std::path::Path| self.env.disk.used_ratio(path);
+            return Err(PutError::ServiceNotAvailable(format!(
+                "service not available now. It may be caused by one of the following reasons: the broker's disk is full [CL: {:5.2} CQ: {:5.2} INDEX: {:5.2}], messages are put to the slave, message store has been shut down, etc.",
+                ratio(&self.config.commit_log_dir()),
+                ratio(&self.config.consume_queue_dir()),
+                ratio(&self.config.index_dir()),
+            )));
+        }
         if self.consume_queue_error.load(Ordering::Acquire) {
             return Err(PutError::ServiceNotAvailable(format!(
                 "{NOT_AVAILABLE} (a consume queue could not be written)"
             )));
         }
         Ok(())
+    }
+
+    /// Sets whether the disk is too full for puts; returns the previous state.
+    pub(crate) fn set_disk_full(&self, full: bool) -> bool {
+        self.disk_full.swap(full, Ordering::AcqRel)
     }
 
     pub(crate) fn mark_consume_queue_error(&self) {
@@ -123,6 +146,17 @@ impl MessageStore {
         }
         .run(&mut commit_log_files, loaded)
         .map_err(|e| StoreError::io(&config.root_dir, e))?;
+        let index = if config.message_index_enable {
+            Some(IndexService::load(
+                &config.index_dir(),
+                config.max_hash_slot_num,
+                config.max_index_num,
+                clean,
+                checkpoint.index_msg_timestamp(),
+            )?)
+        } else {
+            None
+        };
         checkpoint
             .flush()
             .map_err(|e| StoreError::io(config.checkpoint_path(), e))?;
@@ -132,8 +166,14 @@ impl MessageStore {
         let memory_budget = physical_memory_bytes()
             .saturating_mul(i64::from(config.access_message_in_memory_max_ratio))
             / 100;
+        let allocator = Arc::new(Allocator::new(
+            config.commit_log_dir(),
+            config.commit_log_file_size as usize,
+            config.warm_mapped_file_enable,
+        ));
         let shared = Arc::new(Shared {
-            commit_log: CommitLog::new(commit_log_files),
+            commit_log: CommitLog::new(commit_log_files, Arc::clone(&allocator)),
+            allocator,
             queues: QueueTable::new(cq_root, cq_file_size, recovered),
             checkpoint,
             delays,
@@ -143,9 +183,13 @@ impl MessageStore {
             group_commit: GroupCommit::default(),
             boot_ms,
             memory_budget,
+            index,
+            index_waker: Waker::default(),
+            retention_waker: Waker::default(),
             listener: ArcSwapOption::empty(),
             shut_down: AtomicBool::new(false),
             consume_queue_error: AtomicBool::new(false),
+            disk_full: AtomicBool::new(false),
             config,
             env,
         });
@@ -174,6 +218,11 @@ impl MessageStore {
             FlushDiskType::SyncFlush => spawn("skiff-group-commit", flush::run_group_commit)?,
         });
         threads.push(spawn("skiff-flush-cq", flush::run_consume_queue_flush)?);
+        threads.push(spawn("skiff-allocate", |shared| shared.allocator.run())?);
+        threads.push(spawn("skiff-retention", retention::run_retention)?);
+        if self.shared.index.is_some() {
+            threads.push(spawn("skiff-index", index::run_indexer)?);
+        }
         Ok(())
     }
 
@@ -293,6 +342,36 @@ impl MessageStore {
         self.shared.read_message(physical_offset)
     }
 
+    /// Messages indexed under `key` (a `KEYS` token or a `UNIQ_KEY`) in `topic`, stored between
+    /// `begin_ts` and `end_ts`, at most `max_num` (capped by `max_msgs_num_batch`), oldest first
+    /// (`queryMessage`). A unique-key lookup (QUERY_MESSAGE with `_UNIQUE_KEY_QUERY`) is the
+    /// same call with the `UNIQ_KEY` and `default_query_max_num`; like Java, hash collisions
+    /// are left for the client to filter.
+    pub fn query_messages(
+        &self,
+        topic: &str,
+        key: &str,
+        max_num: usize,
+        begin_ts: i64,
+        end_ts: i64,
+    ) -> QueryMessagesResult {
+        let shared = &self.shared;
+        let Some(index) = &shared.index else {
+            return QueryMessagesResult::default();
+        };
+        let max = max_num.min(shared.config.max_msgs_num_batch);
+        let (mut offsets, timestamp, offset) = index.query(topic, key, max, begin_ts, end_ts);
+        offsets.sort_unstable();
+        QueryMessagesResult {
+            messages: offsets
+                .into_iter()
+                .filter_map(|o| shared.read_message(o))
+                .collect(),
+            index_last_update_timestamp: timestamp,
+            index_last_update_phyoffset: offset,
+        }
+    }
+
     /// First CommitLog offset still stored (-1 when the CommitLog is empty).
     pub fn commit_log_min_offset(&self) -> i64 {
         self.shared.commit_log.min_offset()
@@ -374,6 +453,9 @@ impl MessageStore {
         shared.flush_waker.stop();
         shared.group_commit.waker.stop();
         shared.cq_flush_waker.stop();
+        shared.allocator.stop();
+        shared.index_waker.stop();
+        shared.retention_waker.stop();
         for thread in self.threads.lock().drain(..) {
             if thread.join().is_err() {
                 tracing::error!("a store service thread panicked");

@@ -97,3 +97,36 @@ pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
         .unwrap()
         .block_on(future)
 }
+
+/// A disk whose used ratio tests set by hand.
+#[derive(Default)]
+pub struct FakeDisk(pub std::sync::atomic::AtomicU64);
+
+impl FakeDisk {
+    pub fn set(&self, ratio: f64) {
+        self.0.store(ratio.to_bits(), Ordering::SeqCst);
+    }
+}
+
+impl skiff_store::DiskProbe for FakeDisk {
+    fn used_ratio(&self, _path: &Path) -> f64 {
+        f64::from_bits(self.0.load(Ordering::SeqCst))
+    }
+}
+
+/// Polls `condition` for up to 10 s.
+pub fn wait_until(what: &str, condition: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !condition() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "timed out waiting for {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+pub fn with_keys(mut message: MessageToStore, uniq: &str, keys: &str) -> MessageToStore {
+    message.properties = format!("KEYS\u{1}{keys}\u{2}UNIQ_KEY\u{1}{uniq}\u{2}");
+    message
+}
