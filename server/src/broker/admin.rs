@@ -1,0 +1,197 @@
+//! Administration (`AdminBrokerProcessor`): topics, subscription groups, statistics and runtime
+//! information, as `mqadmin`, `DefaultMQAdminExt` and the dashboard use them.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use skiff_model::command::{ErrorKind, Reply};
+use skiff_model::consumer::{
+    ConsumeStats, MessageQueue, OffsetWrapper, SubscriptionGroupConfig, TopicOffset,
+    TopicStatsTable,
+};
+use skiff_model::route::TopicConfig;
+use skiff_model::topic;
+use skiff_protocol::remoting::SKIFF_VERSION;
+use tracing::info;
+
+use super::BrokerState;
+
+/// The RocketMQ version Skiff answers as (`MQVersion.getVersionDesc`).
+const VERSION_DESC: &str = "V5_3_3";
+
+pub(super) fn create_topic(state: &BrokerState, config: TopicConfig) -> Reply {
+    if let Err(remark) = topic::validate_topic(&config.topic_name) {
+        return Reply::error(ErrorKind::InvalidParameter, remark);
+    }
+    if topic::is_system_topic(&config.topic_name) {
+        return Reply::error(
+            ErrorKind::InvalidParameter,
+            format!(
+                "The topic[{}] is conflict with system topic.",
+                config.topic_name
+            ),
+        );
+    }
+    if state.topics.get(&config.topic_name).as_ref() != Some(&config) {
+        info!(topic = %config.topic_name, queues = config.write_queue_nums, perm = config.perm, "topic created or updated");
+        state.topics.upsert(config);
+    }
+    Reply::Success
+}
+
+pub(super) fn delete_topic(state: &BrokerState, name: &str) -> Reply {
+    if name.trim().is_empty() {
+        return Reply::error(ErrorKind::InvalidParameter, "The specified topic is blank.");
+    }
+    if topic::is_system_topic(name) {
+        return Reply::error(
+            ErrorKind::InvalidParameter,
+            format!("The topic[{name}] is conflict with system topic."),
+        );
+    }
+    state.topics.remove(name);
+    state.offsets.remove_topic(name);
+    state.store.delete_topics(&[name]);
+    info!(topic = name, "topic deleted");
+    Reply::Success
+}
+
+pub(super) fn create_subscription_group(
+    state: &BrokerState,
+    config: SubscriptionGroupConfig,
+) -> Reply {
+    if let Err(remark) = topic::validate_group(&config.group_name) {
+        return Reply::error(ErrorKind::InvalidParameter, remark);
+    }
+    info!(group = %config.group_name, "subscription group created or updated");
+    state.groups.upsert(config);
+    Reply::Success
+}
+
+fn queue(state: &BrokerState, topic: &str, queue_id: i32) -> MessageQueue {
+    MessageQueue {
+        topic: topic.to_string(),
+        broker_name: state.config.broker_name.clone(),
+        queue_id,
+    }
+}
+
+/// GET_TOPIC_STATS_INFO: min/max offset and last store time of every queue of the topic.
+pub(super) fn topic_stats(state: &BrokerState, name: &str) -> Reply {
+    let Some(config) = state.topics.get(name) else {
+        return Reply::error(ErrorKind::TopicNotExist, format!("topic[{name}] not exist"));
+    };
+    let queues = config.write_queue_nums.max(config.read_queue_nums);
+    let offset_table = (0..queues)
+        .map(|queue_id| {
+            let min = state.store.min_offset_in_queue(name, queue_id).max(0);
+            let max = state.store.max_offset_in_queue(name, queue_id).max(0);
+            let last_update_timestamp = if max > 0 {
+                state
+                    .store
+                    .message_store_time(name, queue_id, max - 1)
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            (
+                queue(state, name, queue_id),
+                TopicOffset {
+                    min_offset: min,
+                    max_offset: max,
+                    last_update_timestamp,
+                },
+            )
+        })
+        .collect();
+    Reply::TopicStats(TopicStatsTable { offset_table })
+}
+
+/// GET_CONSUME_STATS: a group's committed and pulled offsets against each queue's end.
+pub(super) fn consume_stats(state: &BrokerState, group: &str, topic: Option<&str>) -> Reply {
+    let topics = match topic.filter(|t| !t.is_empty()) {
+        Some(topic) => vec![topic.to_string()],
+        None => state.offsets.topics_of_group(group),
+    };
+    let mut offset_table = Vec::new();
+    for name in topics {
+        let Some(config) = state.topics.get(&name) else {
+            continue;
+        };
+        // A live group that does not subscribe to this topic has no stats for it.
+        let subscribes = state.consumers.subscription(group, &name).is_some();
+        if !subscribes && state.consumers.subscription_count(group).unwrap_or(0) > 0 {
+            continue;
+        }
+        for queue_id in 0..config.read_queue_nums {
+            let broker_offset = state.store.max_offset_in_queue(&name, queue_id).max(0);
+            let consumer_offset = state
+                .offsets
+                .query(group, &name, queue_id)
+                .unwrap_or(0)
+                .max(0);
+            let pull_offset = state
+                .offsets
+                .pulled(group, &name, queue_id)
+                .unwrap_or(0)
+                .max(consumer_offset);
+            let last_timestamp = if consumer_offset > 0 {
+                state
+                    .store
+                    .message_store_time(&name, queue_id, consumer_offset - 1)
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            offset_table.push((
+                queue(state, &name, queue_id),
+                OffsetWrapper {
+                    broker_offset,
+                    consumer_offset,
+                    pull_offset,
+                    last_timestamp,
+                },
+            ));
+        }
+    }
+    Reply::ConsumeStats(ConsumeStats {
+        offset_table,
+        consume_tps: 0.0,
+    })
+}
+
+/// GET_BROKER_RUNTIME_INFO: the key/value table `mqadmin brokerStatus` prints.
+pub(super) fn runtime_info(state: &BrokerState) -> Reply {
+    let mut table = BTreeMap::new();
+    let mut put = |key: &str, value: String| {
+        table.insert(key.to_string(), value);
+    };
+    put("brokerVersionDesc", VERSION_DESC.to_string());
+    put("brokerVersion", SKIFF_VERSION.to_string());
+    put("skiffVersion", env!("CARGO_PKG_VERSION").to_string());
+    put("brokerActive", "true".to_string());
+    put("bootTimestamp", state.stats.boot_timestamp.to_string());
+    let uptime = state.stats.boot.elapsed().as_secs();
+    put(
+        "runtime",
+        format!(
+            "[ {} days, {} hours, {} minutes, {} seconds ]",
+            uptime / 86_400,
+            uptime % 86_400 / 3600,
+            uptime % 3600 / 60,
+            uptime % 60
+        ),
+    );
+    let put_total = state.stats.messages_put.load(Ordering::Relaxed);
+    let get_total = state.stats.messages_got.load(Ordering::Relaxed);
+    put("msgPutTotalTodayNow", put_total.to_string());
+    put("msgGetTotalTodayNow", get_total.to_string());
+    put(
+        "pullRequestsHeld",
+        state.pull_holds.held_count().to_string(),
+    );
+    for (key, value) in state.store.runtime_info() {
+        put(&key, value);
+    }
+    Reply::KeyValues(table)
+}

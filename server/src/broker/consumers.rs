@@ -1,0 +1,217 @@
+//! Live consumer groups (`ConsumerManager`): which connections belong to each group, their client
+//! ids, and the group's subscriptions as the latest heartbeat described them.
+//!
+//! Membership is per connection: a client that disconnects, unregisters or stops heartbeating
+//! leaves every group it was in. Callers learn which groups changed so they can tell the remaining
+//! members to rebalance.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use skiff_model::consumer::{ConsumerData, SubscriptionData};
+
+use crate::net::ClientChannel;
+
+struct Member {
+    channel: ClientChannel,
+    client_id: String,
+    last_heartbeat: Instant,
+}
+
+struct ConsumerGroupInfo {
+    members: HashMap<u64, Member>,
+    subscriptions: HashMap<String, SubscriptionData>,
+}
+
+#[derive(Default)]
+pub struct ConsumerManager {
+    groups: RwLock<HashMap<String, ConsumerGroupInfo>>,
+}
+
+impl ConsumerManager {
+    /// Records a consumer's heartbeat; returns whether the group gained a member.
+    pub fn register(&self, channel: &ClientChannel, client_id: &str, data: &ConsumerData) -> bool {
+        let mut groups = self.groups.write();
+        let group = groups
+            .entry(data.group_name.clone())
+            .or_insert_with(|| ConsumerGroupInfo {
+                members: HashMap::new(),
+                subscriptions: HashMap::new(),
+            });
+        let joined = match group.members.get_mut(&channel.id()) {
+            Some(member) => {
+                member.last_heartbeat = Instant::now();
+                member.client_id = client_id.to_string();
+                false
+            }
+            None => {
+                group.members.insert(
+                    channel.id(),
+                    Member {
+                        channel: channel.clone(),
+                        client_id: client_id.to_string(),
+                        last_heartbeat: Instant::now(),
+                    },
+                );
+                true
+            }
+        };
+        // The latest heartbeat describes the whole subscription set (`updateSubscription`).
+        group
+            .subscriptions
+            .retain(|topic, _| data.subscription_data_set.iter().any(|s| &s.topic == topic));
+        for sub in &data.subscription_data_set {
+            match group.subscriptions.get(&sub.topic) {
+                Some(existing) if existing.sub_version > sub.sub_version => {}
+                _ => {
+                    group.subscriptions.insert(sub.topic.clone(), sub.clone());
+                }
+            }
+        }
+        joined
+    }
+
+    /// Removes `channel` from `group`; returns whether it was a member.
+    pub fn unregister(&self, group: &str, channel: &ClientChannel) -> bool {
+        let mut groups = self.groups.write();
+        let Some(info) = groups.get_mut(group) else {
+            return false;
+        };
+        let removed = info.members.remove(&channel.id()).is_some();
+        if info.members.is_empty() {
+            groups.remove(group);
+        }
+        removed
+    }
+
+    /// Removes a closed connection from every group; returns the groups it left.
+    pub fn on_channel_closed(&self, channel: &ClientChannel) -> Vec<String> {
+        self.remove_members_where(|member| member.channel.id() == channel.id())
+    }
+
+    /// Removes members silent for longer than `timeout` and closes their connections
+    /// (`ClientHousekeepingService`); returns the groups that lost members.
+    pub fn scan_expired(&self, timeout: Duration) -> Vec<String> {
+        let now = Instant::now();
+        self.remove_members_where(|member| {
+            let expired = now.duration_since(member.last_heartbeat) > timeout;
+            if expired {
+                member.channel.close();
+            }
+            expired
+        })
+    }
+
+    fn remove_members_where(&self, gone: impl Fn(&Member) -> bool) -> Vec<String> {
+        let mut groups = self.groups.write();
+        let mut changed = Vec::new();
+        groups.retain(|name, info| {
+            let before = info.members.len();
+            info.members.retain(|_, member| !gone(member));
+            if info.members.len() != before {
+                changed.push(name.clone());
+            }
+            !info.members.is_empty()
+        });
+        changed
+    }
+
+    /// Client ids of the group's members, or `None` if the group has none.
+    pub fn client_ids(&self, group: &str) -> Option<Vec<String>> {
+        let groups = self.groups.read();
+        let info = groups.get(group)?;
+        let mut ids: Vec<String> = info.members.values().map(|m| m.client_id.clone()).collect();
+        ids.sort();
+        ids.dedup();
+        Some(ids)
+    }
+
+    /// Connections of the group's members.
+    pub fn channels(&self, group: &str) -> Vec<ClientChannel> {
+        self.groups
+            .read()
+            .get(group)
+            .map(|info| info.members.values().map(|m| m.channel.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    pub fn subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
+        self.groups
+            .read()
+            .get(group)
+            .and_then(|info| info.subscriptions.get(topic).cloned())
+    }
+
+    /// How many topics the group subscribes to; `None` if the group has no live member.
+    pub fn subscription_count(&self, group: &str) -> Option<usize> {
+        self.groups
+            .read()
+            .get(group)
+            .map(|info| info.subscriptions.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn consumer(group: &str, topics: &[(&str, i64)]) -> ConsumerData {
+        ConsumerData {
+            group_name: group.to_string(),
+            subscription_data_set: topics
+                .iter()
+                .map(|(topic, version)| {
+                    SubscriptionData::from_expression(topic, "TAG", "*", *version)
+                })
+                .collect(),
+            ..ConsumerData::default()
+        }
+    }
+
+    #[test]
+    fn membership_follows_heartbeats_and_connections() {
+        let manager = ConsumerManager::default();
+        let (a, _rx_a) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
+        let (b, _rx_b) = ClientChannel::detached("127.0.0.1:2".parse().unwrap());
+        assert!(manager.register(&a, "client-a", &consumer("g", &[("T", 1)])));
+        assert!(!manager.register(&a, "client-a", &consumer("g", &[("T", 1)])));
+        assert!(manager.register(&b, "client-b", &consumer("g", &[("T", 1)])));
+        assert_eq!(manager.client_ids("g").unwrap(), ["client-a", "client-b"]);
+        assert_eq!(manager.channels("g").len(), 2);
+
+        assert_eq!(manager.on_channel_closed(&a), ["g"]);
+        assert_eq!(manager.client_ids("g").unwrap(), ["client-b"]);
+        assert!(manager.unregister("g", &b));
+        assert!(manager.client_ids("g").is_none());
+        assert!(manager.subscription_count("g").is_none());
+    }
+
+    #[test]
+    fn the_latest_heartbeat_defines_the_subscriptions() {
+        let manager = ConsumerManager::default();
+        let (a, _rx) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
+        manager.register(&a, "c", &consumer("g", &[("T", 5), ("U", 5)]));
+        manager.register(&a, "c", &consumer("g", &[("T", 4)]));
+        assert_eq!(
+            manager.subscription("g", "T").unwrap().sub_version,
+            5,
+            "older version ignored"
+        );
+        assert!(
+            manager.subscription("g", "U").is_none(),
+            "dropped topic removed"
+        );
+    }
+
+    #[test]
+    fn silent_members_expire_and_get_disconnected() {
+        let manager = ConsumerManager::default();
+        let (a, _rx) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
+        manager.register(&a, "c", &consumer("g", &[("T", 1)]));
+        assert!(manager.scan_expired(Duration::from_secs(60)).is_empty());
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(manager.scan_expired(Duration::from_millis(1)), ["g"]);
+        assert!(a.is_closed());
+    }
+}

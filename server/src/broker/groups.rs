@@ -1,0 +1,111 @@
+//! Consumer group settings (`SubscriptionGroupManager`), persisted as
+//! `config/subscriptionGroup.json`. With `autoCreateSubscriptionGroup` (the default) a group is
+//! created the first time a consumer of it shows up.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use skiff_model::consumer::SubscriptionGroupConfig;
+use skiff_model::route::DataVersion;
+use tracing::{info, warn};
+
+use super::persist;
+use crate::config::BrokerConfig;
+
+#[derive(Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct GroupsFile {
+    data_version: DataVersion,
+    subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
+    forbidden_table: BTreeMap<String, BTreeMap<String, i32>>,
+}
+
+pub struct SubscriptionGroupManager {
+    state: RwLock<GroupsFile>,
+    path: PathBuf,
+    auto_create: bool,
+}
+
+impl SubscriptionGroupManager {
+    pub fn load(config: &BrokerConfig) -> Self {
+        let path = persist::config_dir(&config.store_path_root_dir).join("subscriptionGroup.json");
+        let file = persist::load(&path).unwrap_or_default();
+        SubscriptionGroupManager {
+            state: RwLock::new(file),
+            path,
+            auto_create: config.auto_create_subscription_group,
+        }
+    }
+
+    /// The group's settings, creating the group if auto-creation is on
+    /// (`findSubscriptionGroupConfig`). `None` means the group does not exist.
+    pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {
+        if let Some(found) = self.state.read().subscription_group_table.get(group) {
+            return Some(found.clone());
+        }
+        if !self.auto_create {
+            return None;
+        }
+        let created = {
+            let mut state = self.state.write();
+            let created = state
+                .subscription_group_table
+                .entry(group.to_string())
+                .or_insert_with(|| SubscriptionGroupConfig::new(group))
+                .clone();
+            state.data_version.counter += 1;
+            created
+        };
+        info!(group, "auto-created subscription group");
+        self.persist();
+        Some(created)
+    }
+
+    /// Creates or replaces a group's settings (admin `UPDATE_AND_CREATE_SUBSCRIPTIONGROUP`).
+    pub fn upsert(&self, config: SubscriptionGroupConfig) {
+        {
+            let mut state = self.state.write();
+            state
+                .subscription_group_table
+                .insert(config.group_name.clone(), config);
+            state.data_version.counter += 1;
+        }
+        self.persist();
+    }
+
+    pub fn persist(&self) {
+        let content = skiff_protocol::fastjson::to_string_pretty(&*self.state.read())
+            .expect("subscription groups serialize");
+        if let Err(err) = persist::store(&self.path, &content) {
+            warn!(file = %self.path.display(), %err, "cannot write subscriptionGroup.json");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn groups_are_created_on_demand_and_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BrokerConfig {
+            store_path_root_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        };
+        let groups = SubscriptionGroupManager::load(&config);
+        let group = groups.find_or_create("g1").unwrap();
+        assert_eq!(group.retry_max_times, 16);
+        let reloaded = SubscriptionGroupManager::load(&config);
+        assert_eq!(reloaded.find_or_create("g1"), Some(group));
+
+        let strict = SubscriptionGroupManager::load(&BrokerConfig {
+            auto_create_subscription_group: false,
+            ..config
+        });
+        assert!(strict.find_or_create("other").is_none());
+        assert!(strict.find_or_create("g1").is_some());
+    }
+}

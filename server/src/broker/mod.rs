@@ -1,0 +1,336 @@
+//! The broker: stores messages, serves pulls, tracks consumer groups and offsets, and announces
+//! itself to name servers.
+//!
+//! [`Broker::start`] opens the message store (recovering it if needed), loads the `config/` files,
+//! binds the listener, registers with every name server and starts the background services.
+//! Request handling is split by concern: [`send`], [`pull`], [`client`] (heartbeats and group
+//! membership), [`queries`] (offsets and timestamps) and [`admin`].
+
+mod admin;
+mod client;
+mod consumers;
+mod groups;
+mod long_polling;
+mod offsets;
+mod persist;
+mod pull;
+mod queries;
+mod registration;
+mod send;
+mod topics;
+mod uniq_id;
+
+use std::net::SocketAddr;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::Context;
+use skiff_model::command::{ErrorKind, Reply, Request};
+use skiff_store::{MessageStore, StoreConfig};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::info;
+
+use crate::config::{BrokerConfig, FlushDiskType};
+use crate::net::{self, ClientChannel, Handled, RequestContext, Service};
+use consumers::ConsumerManager;
+use groups::SubscriptionGroupManager;
+use long_polling::PullHoldService;
+use offsets::ConsumerOffsetManager;
+use topics::TopicConfigManager;
+
+/// Everything request handlers share.
+pub(crate) struct BrokerState {
+    config: BrokerConfig,
+    /// `brokerIP1:listenPort`: what clients connect to and what record STOREHOSTs say.
+    broker_addr: String,
+    store: Arc<MessageStore>,
+    topics: TopicConfigManager,
+    groups: SubscriptionGroupManager,
+    offsets: ConsumerOffsetManager,
+    consumers: ConsumerManager,
+    pull_holds: PullHoldService,
+    stats: BrokerStats,
+}
+
+/// Counters for GET_BROKER_RUNTIME_INFO.
+struct BrokerStats {
+    boot: Instant,
+    boot_timestamp: i64,
+    messages_put: AtomicU64,
+    messages_got: AtomicU64,
+}
+
+impl Service for BrokerState {
+    fn handle(self: Arc<Self>, ctx: &RequestContext, request: Request) -> Handled {
+        match request {
+            Request::Send(send) => send::handle(&self, ctx, send),
+            Request::Pull(pull) => pull::handle(&self, ctx, pull),
+            Request::Heartbeat(heartbeat) => Handled::Now(client::heartbeat(&self, ctx, heartbeat)),
+            Request::UnregisterClient {
+                client_id,
+                producer_group,
+                consumer_group,
+            } => Handled::Now(client::unregister(
+                &self,
+                ctx,
+                &client_id,
+                producer_group.as_deref(),
+                consumer_group.as_deref(),
+            )),
+            Request::GetConsumerListByGroup { group } => {
+                Handled::Now(client::consumer_list(&self, &group))
+            }
+            Request::QueryConsumerOffset { group, queue } => {
+                Handled::Now(queries::query_consumer_offset(&self, &group, &queue))
+            }
+            Request::UpdateConsumerOffset {
+                group,
+                queue,
+                offset,
+            } => {
+                self.offsets
+                    .commit(&group, &queue.topic, queue.queue_id, offset);
+                Handled::Now(Reply::Success)
+            }
+            Request::GetMaxOffset { queue } => Handled::Now(Reply::Offset(
+                self.store.max_offset_in_queue(&queue.topic, queue.queue_id),
+            )),
+            Request::GetMinOffset { queue } => Handled::Now(Reply::Offset(
+                self.store.min_offset_in_queue(&queue.topic, queue.queue_id),
+            )),
+            Request::SearchOffsetByTimestamp {
+                queue,
+                timestamp,
+                boundary,
+            } => Handled::Now(Reply::Offset(self.store.offset_by_time(
+                &queue.topic,
+                queue.queue_id,
+                timestamp,
+                boundary,
+            ))),
+            Request::GetEarliestMsgStoreTime { queue } => {
+                Handled::Now(queries::earliest_store_time(&self, &queue))
+            }
+            Request::CreateTopic(topic) => Handled::Now(admin::create_topic(&self, topic)),
+            Request::DeleteTopicInBroker { topic } => {
+                Handled::Now(admin::delete_topic(&self, &topic))
+            }
+            Request::GetAllTopicConfig => {
+                let (topics, data_version) = self.topics.snapshot();
+                Handled::Now(Reply::TopicConfigs {
+                    topics,
+                    data_version,
+                })
+            }
+            Request::CreateSubscriptionGroup(group) => {
+                Handled::Now(admin::create_subscription_group(&self, group))
+            }
+            Request::GetTopicStats { topic } => Handled::Now(admin::topic_stats(&self, &topic)),
+            Request::GetConsumeStats { group, topic } => {
+                Handled::Now(admin::consume_stats(&self, &group, topic.as_deref()))
+            }
+            Request::GetBrokerRuntimeInfo => Handled::Now(admin::runtime_info(&self)),
+            other => Handled::Now(Reply::error(
+                ErrorKind::RequestNotSupported,
+                format!(
+                    "the broker does not serve {}; send it to a name server",
+                    request_name(&other)
+                ),
+            )),
+        }
+    }
+
+    fn on_disconnect(&self, channel: &ClientChannel) {
+        for group in self.consumers.on_channel_closed(channel) {
+            client::notify_consumer_ids_changed(self, &group);
+        }
+    }
+}
+
+/// A short name of a request for messages and logs.
+pub fn request_name(request: &Request) -> &'static str {
+    match request {
+        Request::Send(_) => "SEND_MESSAGE",
+        Request::Pull(_) => "PULL_MESSAGE",
+        Request::QueryConsumerOffset { .. } => "QUERY_CONSUMER_OFFSET",
+        Request::UpdateConsumerOffset { .. } => "UPDATE_CONSUMER_OFFSET",
+        Request::GetMaxOffset { .. } => "GET_MAX_OFFSET",
+        Request::GetMinOffset { .. } => "GET_MIN_OFFSET",
+        Request::SearchOffsetByTimestamp { .. } => "SEARCH_OFFSET_BY_TIMESTAMP",
+        Request::GetEarliestMsgStoreTime { .. } => "GET_EARLIEST_MSG_STORETIME",
+        Request::Heartbeat(_) => "HEART_BEAT",
+        Request::UnregisterClient { .. } => "UNREGISTER_CLIENT",
+        Request::GetConsumerListByGroup { .. } => "GET_CONSUMER_LIST_BY_GROUP",
+        Request::CreateTopic(_) => "UPDATE_AND_CREATE_TOPIC",
+        Request::DeleteTopicInBroker { .. } => "DELETE_TOPIC_IN_BROKER",
+        Request::GetAllTopicConfig => "GET_ALL_TOPIC_CONFIG",
+        Request::CreateSubscriptionGroup(_) => "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
+        Request::GetTopicStats { .. } => "GET_TOPIC_STATS_INFO",
+        Request::GetConsumeStats { .. } => "GET_CONSUME_STATS",
+        Request::GetBrokerRuntimeInfo => "GET_BROKER_RUNTIME_INFO",
+        Request::RegisterBroker(_) => "REGISTER_BROKER",
+        Request::UnregisterBroker { .. } => "UNREGISTER_BROKER",
+        Request::GetRouteInfo { .. } => "GET_ROUTEINFO_BY_TOPIC",
+        Request::GetBrokerClusterInfo => "GET_BROKER_CLUSTER_INFO",
+        Request::GetAllTopicList => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
+        Request::DeleteTopicInNamesrv { .. } => "DELETE_TOPIC_IN_NAMESRV",
+        Request::NotifyConsumerIdsChanged { .. } => "NOTIFY_CONSUMER_IDS_CHANGED",
+    }
+}
+
+pub(crate) fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+fn store_config(config: &BrokerConfig, store_host: SocketAddr) -> StoreConfig {
+    StoreConfig {
+        root_dir: config.store_path_root_dir.clone(),
+        commit_log_file_size: config.mapped_file_size_commit_log,
+        consume_queue_file_entries: config.mapped_file_size_consume_queue / 20,
+        flush_disk_type: match config.flush_disk_type {
+            FlushDiskType::AsyncFlush => skiff_store::FlushDiskType::AsyncFlush,
+            FlushDiskType::SyncFlush => skiff_store::FlushDiskType::SyncFlush,
+        },
+        flush_interval_commit_log_ms: config.flush_interval_commit_log,
+        flush_commit_log_least_pages: config.flush_commit_log_least_pages,
+        flush_commit_log_thorough_interval_ms: config.flush_commit_log_thorough_interval,
+        sync_flush_timeout_ms: config.sync_flush_timeout,
+        max_message_size: config.max_message_size,
+        store_host,
+        ..StoreConfig::default()
+    }
+}
+
+/// A running broker.
+pub struct Broker {
+    state: Arc<BrokerState>,
+    local_addr: SocketAddr,
+    shutdown: CancellationToken,
+    server: JoinHandle<()>,
+    background: Vec<JoinHandle<()>>,
+    registration: registration::Registrar,
+}
+
+impl Broker {
+    /// Opens the store, binds the listener, registers with the name servers and starts serving.
+    pub async fn start(config: BrokerConfig) -> anyhow::Result<Broker> {
+        let bind = SocketAddr::new(config.bind_address, config.listen_port);
+        let listener = TcpListener::bind(bind).await.with_context(|| {
+            format!("cannot listen on {bind}: is another broker running? choose another listenPort")
+        })?;
+        let local_addr = listener.local_addr()?;
+        let advertised_ip = config.advertised_ip();
+        let broker_addr = format!("{advertised_ip}:{}", local_addr.port());
+        let store_host: SocketAddr = broker_addr
+            .parse()
+            .with_context(|| format!("brokerIP1 {advertised_ip} is not an IP address"))?;
+
+        let store_cfg = store_config(&config, store_host);
+        let store = tokio::task::spawn_blocking(move || MessageStore::open(store_cfg))
+            .await?
+            .with_context(|| {
+                format!(
+                    "cannot open the message store in {}",
+                    config.store_path_root_dir.display()
+                )
+            })?;
+        let store = Arc::new(store);
+
+        let state = Arc::new(BrokerState {
+            topics: TopicConfigManager::load(&config),
+            groups: SubscriptionGroupManager::load(&config),
+            offsets: ConsumerOffsetManager::load(&config),
+            consumers: ConsumerManager::default(),
+            pull_holds: PullHoldService::default(),
+            stats: BrokerStats {
+                boot: Instant::now(),
+                boot_timestamp: now_millis(),
+                messages_put: AtomicU64::new(0),
+                messages_got: AtomicU64::new(0),
+            },
+            broker_addr: broker_addr.clone(),
+            store: store.clone(),
+            config,
+        });
+        state.topics.persist();
+        let weak = Arc::downgrade(&state);
+        store.set_message_arrival_listener(Arc::new(move |topic: &str, queue_id, max_offset| {
+            if let Some(state) = weak.upgrade() {
+                state.pull_holds.notify_arrival(topic, queue_id, max_offset);
+            }
+        }));
+
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(net::serve(
+            listener,
+            state.clone(),
+            state.config.frame_max_length,
+            shutdown.clone(),
+        ));
+        let background = vec![
+            tokio::spawn(persist_offsets_periodically(
+                state.clone(),
+                shutdown.clone(),
+            )),
+            tokio::spawn(client::expire_silent_clients(
+                state.clone(),
+                shutdown.clone(),
+            )),
+        ];
+        let registration = registration::Registrar::start(state.clone(), shutdown.clone()).await;
+        info!(
+            broker = %state.config.broker_name,
+            cluster = %state.config.broker_cluster_name,
+            %local_addr,
+            advertised = %broker_addr,
+            "broker listening"
+        );
+        Ok(Broker {
+            state,
+            local_addr,
+            shutdown,
+            server,
+            background,
+            registration,
+        })
+    }
+
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Unregisters, answers held pulls, drains connections, persists config and flushes the store.
+    pub async fn shutdown(self) {
+        self.registration.unregister().await;
+        self.state.pull_holds.shutdown();
+        self.shutdown.cancel();
+        let _ = self.server.await;
+        for task in self.background {
+            let _ = task.await;
+        }
+        self.state.offsets.persist_if_dirty();
+        self.state.topics.persist();
+        self.state.groups.persist();
+        let store = self.state.store.clone();
+        let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
+        info!(broker = %self.state.config.broker_name, "broker stopped");
+    }
+}
+
+async fn persist_offsets_periodically(state: Arc<BrokerState>, shutdown: CancellationToken) {
+    let period = Duration::from_millis(state.config.flush_consumer_offset_interval.max(100));
+    let mut ticker = tokio::time::interval(period);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => state.offsets.persist_if_dirty(),
+        }
+    }
+}

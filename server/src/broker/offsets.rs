@@ -1,0 +1,155 @@
+//! Committed consumer offsets (`ConsumerOffsetManager`), keyed `topic@group` → queue → offset and
+//! persisted as `config/consumerOffset.json` every few seconds and at shutdown. Pull offsets (how
+//! far a group has fetched, committed or not) are kept in memory for consume statistics only.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use parking_lot::RwLock;
+use tracing::warn;
+
+use super::persist;
+use crate::config::BrokerConfig;
+
+/// Separates topic and group in the table key (`ConsumerOffsetManager.TOPIC_GROUP_SEPARATOR`).
+const TOPIC_GROUP_SEPARATOR: char = '@';
+
+type OffsetTable = HashMap<String, BTreeMap<i32, i64>>;
+
+pub struct ConsumerOffsetManager {
+    committed: RwLock<OffsetTable>,
+    pulled: RwLock<OffsetTable>,
+    dirty: AtomicBool,
+    path: PathBuf,
+}
+
+fn key(topic: &str, group: &str) -> String {
+    format!("{topic}{TOPIC_GROUP_SEPARATOR}{group}")
+}
+
+impl ConsumerOffsetManager {
+    pub fn load(config: &BrokerConfig) -> Self {
+        let path = persist::config_dir(&config.store_path_root_dir).join("consumerOffset.json");
+        #[derive(serde::Deserialize, Default)]
+        #[serde(rename_all = "camelCase", default)]
+        struct OffsetsFile {
+            offset_table: HashMap<String, BTreeMap<i32, i64>>,
+        }
+        let committed = persist::load::<OffsetsFile>(&path)
+            .unwrap_or_default()
+            .offset_table;
+        ConsumerOffsetManager {
+            committed: RwLock::new(committed),
+            pulled: RwLock::new(OffsetTable::new()),
+            dirty: AtomicBool::new(false),
+            path,
+        }
+    }
+
+    /// The group's committed offset on a queue.
+    pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        self.committed
+            .read()
+            .get(&key(topic, group))
+            .and_then(|queues| queues.get(&queue_id))
+            .copied()
+    }
+
+    pub fn commit(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        self.committed
+            .write()
+            .entry(key(topic, group))
+            .or_default()
+            .insert(queue_id, offset);
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Records how far a group has pulled (`commitPullOffset`).
+    pub fn record_pull(&self, group: &str, topic: &str, queue_id: i32, next_offset: i64) {
+        self.pulled
+            .write()
+            .entry(key(topic, group))
+            .or_default()
+            .insert(queue_id, next_offset);
+    }
+
+    pub fn pulled(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        self.pulled
+            .read()
+            .get(&key(topic, group))
+            .and_then(|queues| queues.get(&queue_id))
+            .copied()
+    }
+
+    /// Topics on which `group` has committed offsets (`whichTopicByConsumer`).
+    pub fn topics_of_group(&self, group: &str) -> Vec<String> {
+        let mut topics: Vec<String> = self
+            .committed
+            .read()
+            .keys()
+            .filter_map(|k| k.rsplit_once(TOPIC_GROUP_SEPARATOR))
+            .filter(|(_, g)| *g == group)
+            .map(|(t, _)| t.to_string())
+            .collect();
+        topics.sort();
+        topics
+    }
+
+    /// Forgets every group's offsets on `topic`.
+    pub fn remove_topic(&self, topic: &str) {
+        let prefix = format!("{topic}{TOPIC_GROUP_SEPARATOR}");
+        for table in [&self.committed, &self.pulled] {
+            table.write().retain(|k, _| !k.starts_with(&prefix));
+        }
+        self.dirty.store(true, Ordering::Release);
+    }
+
+    /// Writes `consumerOffset.json` if anything changed since the last write.
+    pub fn persist_if_dirty(&self) {
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            self.persist();
+        }
+    }
+
+    fn persist(&self) {
+        let table: BTreeMap<String, BTreeMap<i32, i64>> = self
+            .committed
+            .read()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let content = skiff_protocol::fastjson::consumer_offset_file(&table);
+        if let Err(err) = persist::store(&self.path, &content) {
+            self.dirty.store(true, Ordering::Release);
+            warn!(file = %self.path.display(), %err, "cannot write consumerOffset.json; will retry");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_survive_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BrokerConfig {
+            store_path_root_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        };
+        let offsets = ConsumerOffsetManager::load(&config);
+        assert_eq!(offsets.query("g", "T", 0), None);
+        offsets.commit("g", "T", 0, 12);
+        offsets.commit("g", "T2", 3, 7);
+        offsets.commit("other", "U", 1, 1);
+        offsets.persist_if_dirty();
+        let reloaded = ConsumerOffsetManager::load(&config);
+        assert_eq!(reloaded.query("g", "T", 0), Some(12));
+        assert_eq!(reloaded.query("g", "T2", 3), Some(7));
+        assert_eq!(reloaded.topics_of_group("g"), ["T", "T2"]);
+        reloaded.remove_topic("T");
+        assert_eq!(reloaded.query("g", "T", 0), None);
+        assert_eq!(reloaded.query("g", "T2", 3), Some(7));
+    }
+}

@@ -1,0 +1,98 @@
+//! The broker's JSON config files under `<storePathRootDir>/config/`, written the way Apache
+//! RocketMQ writes them (`MixAll.string2File`): the new content goes to `<name>.tmp`, the current
+//! file is kept as `<name>.bak`, then the temporary file replaces it. Reading falls back to the
+//! `.bak` copy when the main file is missing or unreadable, so a crash mid-write loses nothing.
+//!
+//! Files written by the Java broker use fastjson's dialect (bare integer keys), so they are read
+//! with the lenient parser from `skiff-protocol`.
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use tracing::warn;
+
+/// Where the broker keeps `topics.json`, `subscriptionGroup.json` and `consumerOffset.json`.
+pub fn config_dir(store_root: &Path) -> PathBuf {
+    store_root.join("config")
+}
+
+/// Reads and parses `path`, or its `.bak` copy. `None` if neither exists or parses.
+pub fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+    let backup = with_suffix(path, ".bak");
+    for candidate in [path, backup.as_path()] {
+        let text = match fs::read_to_string(candidate) {
+            Ok(text) if !text.trim().is_empty() => text,
+            Ok(_) => continue,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(err) => {
+                warn!(file = %candidate.display(), %err, "cannot read config file");
+                continue;
+            }
+        };
+        match skiff_protocol::fastjson::from_str(&text) {
+            Ok(value) => return Some(value),
+            Err(err) => {
+                warn!(file = %candidate.display(), %err, "config file is unreadable; trying its backup");
+            }
+        }
+    }
+    None
+}
+
+/// Replaces `path` with `content`, keeping the previous version as `<path>.bak`.
+pub fn store(path: &Path, content: &str) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir)?;
+    }
+    let tmp = with_suffix(path, ".tmp");
+    {
+        let mut file = fs::File::create(&tmp)?;
+        file.write_all(content.as_bytes())?;
+        file.sync_all()?;
+    }
+    if path.exists() {
+        fs::copy(path, with_suffix(path, ".bak"))?;
+    }
+    fs::rename(&tmp, path)?;
+    Ok(())
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_a_backup_and_reads_it_when_the_main_file_is_torn() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config/topics.json");
+        store(&path, r#"{"v":1}"#).unwrap();
+        store(&path, r#"{"v":2}"#).unwrap();
+        let load_value = |p: &Path| load::<serde_json::Value>(p);
+        assert_eq!(load_value(&path).unwrap()["v"], 2);
+        fs::write(&path, "{\"v\":").unwrap();
+        assert_eq!(load_value(&path).unwrap()["v"], 1);
+        fs::remove_file(&path).unwrap();
+        fs::remove_file(with_suffix(&path, ".bak")).unwrap();
+        assert!(load_value(&path).is_none());
+    }
+
+    #[test]
+    fn reads_fastjson_bare_integer_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("consumerOffset.json");
+        fs::write(
+            &path,
+            "{\n\t\"offsetTable\":{\n\t\t\"T@g\":{0:12,1:0\n\t\t}\n\t}\n}",
+        )
+        .unwrap();
+        let value: serde_json::Value = load(&path).unwrap();
+        assert_eq!(value["offsetTable"]["T@g"]["0"], 12);
+    }
+}

@@ -1,0 +1,235 @@
+//! PULL_MESSAGE and LITE_PULL_MESSAGE (`PullMessageProcessor`).
+//!
+//! A pull is checked (group, topic, queue, subscription), its piggybacked commit offset is
+//! recorded, and the queue is read with the subscription's tag filter. When nothing is there and
+//! the client allows it, the pull is held (long polling) until a message arrives on the queue or
+//! the suspend timeout passes, and then read once more.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use skiff_model::command::{ErrorKind, PullRequest, PullResult, PullStatus, Reply};
+use skiff_model::consumer::{SubscriptionData, EXPRESSION_TYPE_TAG};
+use skiff_model::route::{perm, MASTER_ID};
+use skiff_store::GetMessageStatus;
+
+use super::BrokerState;
+use crate::net::{Handled, RequestContext};
+
+/// Most bytes one pull returns (`maxTransferBytesOnMessageInMemory`); at least one message is
+/// always returned, however large.
+const MAX_TRANSFER_BYTES: usize = 256 * 1024;
+/// Most messages one pull returns (`maxTransferCountOnMessageInMemory`).
+const MAX_TRANSFER_COUNT: i32 = 32;
+
+pub(super) fn handle(
+    state: &Arc<BrokerState>,
+    _ctx: &RequestContext,
+    request: PullRequest,
+) -> Handled {
+    let subscription = match check(state, &request) {
+        Ok(subscription) => subscription,
+        Err(reply) => return Handled::Now(reply),
+    };
+    if let Some(offset) = request.commit_offset {
+        state.offsets.commit(
+            &request.consumer_group,
+            &request.queue.topic,
+            request.queue.queue_id,
+            offset,
+        );
+    }
+    let result = read(state, &request, &subscription);
+    let Some(timeout) = hold_time(state, &request, &result) else {
+        return Handled::Now(Reply::Pulled(result));
+    };
+    let wakeup = state.pull_holds.hold(
+        &request.queue.topic,
+        request.queue.queue_id,
+        request.queue_offset,
+    );
+    // A message may have arrived between the read and the hold: check before sleeping.
+    let arrived_meanwhile = state
+        .store
+        .max_offset_in_queue(&request.queue.topic, request.queue.queue_id)
+        > request.queue_offset;
+    let state = state.clone();
+    Handled::Later(Box::pin(async move {
+        if !arrived_meanwhile {
+            // Any outcome (arrival, shutdown, timeout) means: read again and answer.
+            let _ = tokio::time::timeout(timeout, wakeup).await;
+        }
+        Reply::Pulled(read(&state, &request, &subscription))
+    }))
+}
+
+/// How long to hold a pull that found nothing, if it may be held at all.
+fn hold_time(state: &BrokerState, request: &PullRequest, result: &PullResult) -> Option<Duration> {
+    if result.status != PullStatus::NoNewMessage {
+        return None;
+    }
+    let requested = request.suspend_timeout_millis?;
+    let millis = if state.config.long_polling_enable {
+        requested
+    } else {
+        state.config.short_polling_time_mills
+    };
+    Some(Duration::from_millis(millis))
+}
+
+/// The checks of `PullMessageProcessor.processRequest`, in its order; the subscription to filter
+/// with on success.
+fn check(state: &BrokerState, request: &PullRequest) -> Result<SubscriptionData, Reply> {
+    let topic_name = &request.queue.topic;
+    if !perm::is_readable(state.config.broker_permission) {
+        return Err(Reply::error(
+            ErrorKind::NoPermission,
+            format!(
+                "the broker[{}] pulling message is forbidden",
+                state.broker_addr
+            ),
+        ));
+    }
+    let Some(group) = state.groups.find_or_create(&request.consumer_group) else {
+        return Err(Reply::error(
+            ErrorKind::SubscriptionGroupNotExist,
+            format!(
+                "subscription group [{}] does not exist (create it, or enable autoCreateSubscriptionGroup)",
+                request.consumer_group
+            ),
+        ));
+    };
+    if !group.consume_enable {
+        return Err(Reply::error(
+            ErrorKind::NoPermission,
+            format!(
+                "subscription group no permission, {}",
+                request.consumer_group
+            ),
+        ));
+    }
+    let Some(topic) = state.topics.get(topic_name) else {
+        return Err(Reply::error(
+            ErrorKind::TopicNotExist,
+            format!("topic[{topic_name}] not exist, apply first please!"),
+        ));
+    };
+    if !perm::is_readable(topic.perm) {
+        return Err(Reply::error(
+            ErrorKind::NoPermission,
+            format!("the topic[{topic_name}] pulling message is forbidden"),
+        ));
+    }
+    let queue_id = request.queue.queue_id;
+    if queue_id < 0 || queue_id >= topic.read_queue_nums {
+        return Err(Reply::error(
+            ErrorKind::InvalidParameter,
+            format!(
+                "queueId[{queue_id}] is illegal, topic:[{topic_name}] topicConfig.readQueueNums:[{}]",
+                topic.read_queue_nums
+            ),
+        ));
+    }
+
+    let subscription = match &request.subscription {
+        Some(inline) => SubscriptionData::from_expression(
+            topic_name,
+            &inline.expression_type,
+            &inline.expression,
+            inline.version,
+        ),
+        None => {
+            if state
+                .consumers
+                .subscription_count(&request.consumer_group)
+                .is_none()
+            {
+                return Err(Reply::error(
+                    ErrorKind::SubscriptionNotExist,
+                    "the consumer's group info not exist",
+                ));
+            }
+            let Some(subscription) = state
+                .consumers
+                .subscription(&request.consumer_group, topic_name)
+            else {
+                return Err(Reply::error(
+                    ErrorKind::SubscriptionNotExist,
+                    "the consumer's subscription not exist",
+                ));
+            };
+            if subscription.sub_version < request.sub_version {
+                return Err(Reply::error(
+                    ErrorKind::SubscriptionNotLatest,
+                    "the consumer's subscription not latest",
+                ));
+            }
+            subscription
+        }
+    };
+    if subscription.expression_type != EXPRESSION_TYPE_TAG {
+        return Err(Reply::error(
+            ErrorKind::SystemError,
+            format!(
+                "The broker does not support consumer to filter message by {}",
+                subscription.expression_type
+            ),
+        ));
+    }
+    Ok(subscription)
+}
+
+/// Reads the queue and turns the store's answer into a pull result (`composeResponseHeader`).
+fn read(state: &BrokerState, request: &PullRequest, subscription: &SubscriptionData) -> PullResult {
+    let max_count = request.max_msg_nums.clamp(1, MAX_TRANSFER_COUNT);
+    let max_bytes = request
+        .max_msg_bytes
+        .filter(|b| *b > 0)
+        .map_or(MAX_TRANSFER_BYTES, |b| (b as usize).min(MAX_TRANSFER_BYTES));
+    let found = state.store.get_messages(
+        &request.queue.topic,
+        request.queue.queue_id,
+        request.queue_offset,
+        max_count,
+        max_bytes,
+        &|tags_code| subscription.matches_tags_code(tags_code),
+    );
+    let status = match found.status {
+        GetMessageStatus::Found => PullStatus::Found,
+        GetMessageStatus::MessageWasRemoving | GetMessageStatus::NoMatchedMessage => {
+            PullStatus::NoMatchedMessage
+        }
+        GetMessageStatus::NoMatchedLogicQueue | GetMessageStatus::NoMessageInQueue => {
+            if request.queue_offset != 0 {
+                PullStatus::OffsetMoved
+            } else {
+                PullStatus::NoNewMessage
+            }
+        }
+        GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => {
+            PullStatus::NoNewMessage
+        }
+        GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => {
+            PullStatus::OffsetMoved
+        }
+    };
+    state.offsets.record_pull(
+        &request.consumer_group,
+        &request.queue.topic,
+        request.queue.queue_id,
+        found.next_begin_offset,
+    );
+    state
+        .stats
+        .messages_got
+        .fetch_add(found.messages.len() as u64, Ordering::Relaxed);
+    PullResult {
+        status,
+        next_begin_offset: found.next_begin_offset,
+        min_offset: found.min_offset,
+        max_offset: found.max_offset,
+        suggest_which_broker_id: MASTER_ID,
+        messages: found.messages,
+    }
+}

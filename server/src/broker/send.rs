@@ -1,0 +1,288 @@
+//! SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE (`SendMessageProcessor`).
+//!
+//! Checks come first and answer at once, with the response codes and remarks the Java broker
+//! uses: topic name rules, forbidden system topics, auto-creation from the template topic, queue
+//! id range, retry-topic bookkeeping. Then the messages get their broker-side properties
+//! (`UNIQ_KEY` when missing, `CLUSTER`) and go to the store; the reply waits for the flush the
+//! configuration promises.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, OnceLock};
+
+use skiff_model::command::{ErrorKind, Reply, SendRequest, SendResult, SendStatus};
+use skiff_model::message::{keys, sys_flag, Message};
+use skiff_model::route::{perm, TopicConfig, TopicFilterType};
+use skiff_model::topic;
+use skiff_store::{MessageToStore, PutError, PutStatus};
+
+use super::uniq_id::UniqIdGenerator;
+use super::{now_millis, BrokerState};
+use crate::net::{Handled, RequestContext};
+
+/// Queues of a group's dead-letter topic (`DLQ_NUMS_PER_GROUP`).
+const DLQ_NUMS_PER_GROUP: i32 = 1;
+
+pub(super) fn handle(
+    state: &Arc<BrokerState>,
+    ctx: &RequestContext,
+    request: SendRequest,
+) -> Handled {
+    let prepared = match prepare(state, ctx, request) {
+        Ok(prepared) => prepared,
+        Err(reply) => return Handled::Now(reply),
+    };
+    let state = state.clone();
+    Handled::Later(Box::pin(async move {
+        let count = prepared.messages.len() as u64;
+        match state.store.put_messages(prepared.messages).await {
+            Ok(result) => {
+                state.stats.messages_put.fetch_add(count, Ordering::Relaxed);
+                let first = result.messages.first();
+                Reply::Sent(SendResult {
+                    status: match result.status {
+                        PutStatus::Ok => SendStatus::Ok,
+                        PutStatus::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
+                    },
+                    msg_ids: result.messages.iter().map(|m| m.msg_id.clone()).collect(),
+                    queue_id: prepared.queue_id,
+                    queue_offset: first.map(|m| m.queue_offset).unwrap_or(0),
+                    transaction_id: prepared.transaction_id,
+                    region_id: state.config.region_id.clone(),
+                    trace_on: state.config.trace_on,
+                })
+            }
+            Err(err) => put_error_reply(&err),
+        }
+    }))
+}
+
+/// What goes to the store, and what the reply needs besides the store's answer.
+struct Prepared {
+    messages: Vec<MessageToStore>,
+    queue_id: i32,
+    transaction_id: Option<String>,
+}
+
+fn prepare(
+    state: &BrokerState,
+    ctx: &RequestContext,
+    request: SendRequest,
+) -> Result<Prepared, Reply> {
+    let config = &state.config;
+    if !perm::is_writeable(config.broker_permission) {
+        return Err(Reply::error(
+            ErrorKind::NoPermission,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                state.broker_addr
+            ),
+        ));
+    }
+    if let Err(remark) = topic::validate_topic(&request.topic) {
+        return Err(Reply::error(ErrorKind::InvalidParameter, remark));
+    }
+    if topic::is_not_allowed_send_topic(&request.topic) {
+        return Err(Reply::error(
+            ErrorKind::NoPermission,
+            format!("Sending message to topic[{}] is forbidden.", request.topic),
+        ));
+    }
+    if request.batch {
+        if request.topic.len() > i8::MAX as usize {
+            return Err(Reply::error(
+                ErrorKind::MessageIllegal,
+                format!("message topic length too long {}", request.topic.len()),
+            ));
+        }
+        if topic::is_retry_topic(&request.topic) {
+            return Err(Reply::error(
+                ErrorKind::MessageIllegal,
+                format!(
+                    "batch request does not support retry group {}",
+                    request.topic
+                ),
+            ));
+        }
+    }
+    if request.messages.is_empty() {
+        return Err(Reply::error(
+            ErrorKind::MessageIllegal,
+            "the request carries no message",
+        ));
+    }
+    let mut topic_config = find_or_create_topic(state, &request)?;
+    if !perm::is_writeable(topic_config.perm) {
+        return Err(Reply::error(
+            ErrorKind::NoPermission,
+            format!("the topic[{}] sending message is forbidden", request.topic),
+        ));
+    }
+    let valid_ids = topic_config
+        .write_queue_nums
+        .max(topic_config.read_queue_nums);
+    if request.queue_id >= valid_ids {
+        return Err(Reply::error(
+            ErrorKind::InvalidParameter,
+            format!(
+                "request queueId[{}] is illegal, topic:[{}] writeQueueNums:[{}] readQueueNums:[{}] Producer: {}",
+                request.queue_id,
+                request.topic,
+                topic_config.write_queue_nums,
+                topic_config.read_queue_nums,
+                ctx.channel.peer()
+            ),
+        ));
+    }
+    let mut topic_name = request.topic.clone();
+    let mut queue_id = if request.queue_id < 0 {
+        random_queue(topic_config.write_queue_nums)
+    } else {
+        request.queue_id
+    };
+    let mut messages = request.messages;
+
+    // A consumer (or the client's fallback) sending a failed message back to %RETRY%group:
+    // past the retry limit it goes to the group's dead-letter topic instead.
+    if topic::is_retry_topic(&topic_name) {
+        let group = &topic_name[topic::RETRY_GROUP_TOPIC_PREFIX.len()..];
+        let Some(group_config) = state.groups.find_or_create(group) else {
+            return Err(Reply::error(
+                ErrorKind::SubscriptionGroupNotExist,
+                format!("subscription group not exist, {group}"),
+            ));
+        };
+        let max_reconsume_times = request
+            .max_reconsume_times
+            .unwrap_or(group_config.retry_max_times);
+        if request.reconsume_times > max_reconsume_times {
+            topic_name = topic::dlq_topic(group);
+            queue_id = random_queue(DLQ_NUMS_PER_GROUP);
+            topic_config = state.topics.create_if_absent(
+                &topic_name,
+                DLQ_NUMS_PER_GROUP,
+                perm::READ | perm::WRITE,
+            );
+            for message in &mut messages {
+                message.properties.insert(keys::DELAY_TIME_LEVEL, "-1");
+            }
+        }
+    }
+
+    let mut flags = request.sys_flag;
+    if topic_config.topic_filter_type == TopicFilterType::MultiTag {
+        flags |= sys_flag::MULTI_TAGS;
+    }
+    if messages
+        .iter()
+        .any(|m| m.properties.get(keys::TRANSACTION_PREPARED) == Some("true"))
+        || sys_flag::transaction_type(flags) == sys_flag::TRANSACTION_PREPARED_TYPE
+    {
+        return Err(Reply::error(
+            ErrorKind::NoPermission,
+            format!(
+                "the broker[{}] sending transaction message is forbidden: Skiff does not support transactional messages yet",
+                state.broker_addr
+            ),
+        ));
+    }
+
+    let born_host = ctx.channel.peer();
+    let uniq_ids = uniq_id_generator(&state.broker_addr);
+    let now = now_millis();
+    let transaction_id = (!request.batch)
+        .then(|| messages[0].properties.uniq_key().map(str::to_string))
+        .flatten();
+    let to_store = messages
+        .into_iter()
+        .map(|message: Message| {
+            let mut properties = message.properties;
+            if properties.uniq_key().is_none() {
+                properties.insert(keys::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, uniq_ids.next(now));
+            }
+            properties.insert(keys::CLUSTER, state.config.broker_cluster_name.clone());
+            MessageToStore {
+                topic: topic_name.clone(),
+                queue_id,
+                flag: message.flag,
+                sys_flag: flags,
+                born_timestamp: request.born_timestamp,
+                born_host,
+                reconsume_times: request.reconsume_times,
+                prepared_transaction_offset: 0,
+                body: message.body,
+                properties: properties.encode(),
+            }
+        })
+        .collect();
+    Ok(Prepared {
+        messages: to_store,
+        queue_id,
+        transaction_id,
+    })
+}
+
+fn find_or_create_topic(state: &BrokerState, request: &SendRequest) -> Result<TopicConfig, Reply> {
+    if let Some(found) = state.topics.get(&request.topic) {
+        return Ok(found);
+    }
+    let created = request.auto_create.as_ref().and_then(|auto| {
+        state
+            .topics
+            .create_from_template(&request.topic, &auto.template_topic, auto.queue_nums, 0)
+    });
+    let created = created.or_else(|| {
+        topic::is_retry_topic(&request.topic).then(|| {
+            state
+                .topics
+                .create_if_absent(&request.topic, 1, perm::READ | perm::WRITE)
+        })
+    });
+    created.ok_or_else(|| {
+        Reply::error(
+            ErrorKind::TopicNotExist,
+            format!(
+                "topic[{}] not exist, apply first please! (create it with an admin tool, or enable autoCreateTopicEnable)",
+                request.topic
+            ),
+        )
+    })
+}
+
+/// The reply for a store refusal, with the Java broker's codes and remarks.
+fn put_error_reply(err: &PutError) -> Reply {
+    match err {
+        PutError::MessageTooLarge { .. }
+        | PutError::PropertiesTooLarge { .. }
+        | PutError::InvalidTopic(_) => Reply::error(ErrorKind::MessageIllegal, err.to_string()),
+        PutError::ServiceNotAvailable(_) => {
+            Reply::error(ErrorKind::ServiceNotAvailable, err.to_string())
+        }
+        PutError::Io(_) => Reply::error(ErrorKind::SystemError, err.to_string()),
+    }
+}
+
+fn random_queue(queue_nums: i32) -> i32 {
+    use std::hash::{BuildHasher, Hasher};
+    if queue_nums <= 1 {
+        return 0;
+    }
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_i64(now_millis());
+    (hasher.finish() % queue_nums as u64) as i32
+}
+
+fn uniq_id_generator(broker_addr: &str) -> &'static UniqIdGenerator {
+    static GENERATOR: OnceLock<UniqIdGenerator> = OnceLock::new();
+    GENERATOR.get_or_init(|| {
+        let ip = broker_addr
+            .rsplit_once(':')
+            .and_then(|(ip, _)| ip.parse::<IpAddr>().ok())
+            .and_then(|ip| match ip {
+                IpAddr::V4(v4) => Some(v4),
+                IpAddr::V6(_) => None,
+            })
+            .unwrap_or(Ipv4Addr::LOCALHOST);
+        UniqIdGenerator::new(ip)
+    })
+}

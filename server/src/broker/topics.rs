@@ -1,0 +1,310 @@
+//! The topics a broker hosts (`TopicConfigManager`), persisted as `config/topics.json`.
+//!
+//! Besides user topics the broker always hosts the system topics RocketMQ tools look for: the
+//! auto-create template `TBW102`, the cluster-named and broker-named topics admin tools resolve
+//! brokers with, and the internal ones (`SELF_TEST_TOPIC`, `OFFSET_MOVED_EVENT`, schedule,
+//! transaction and reply topics).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::RwLock;
+use serde::{Deserialize, Serialize};
+use skiff_model::route::{perm, DataVersion, TopicConfig};
+use skiff_model::topic;
+use tokio::sync::Notify;
+use tracing::{info, warn};
+
+use super::persist;
+use crate::config::BrokerConfig;
+
+/// Queues of `SCHEDULE_TOPIC_XXXX`: one per delay level.
+const SCHEDULE_TOPIC_QUEUE_NUM: i32 = 18;
+/// `MixAll.REPLY_TOPIC_POSTFIX`.
+const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
+
+/// The on-disk shape (`TopicConfigSerializeWrapper`).
+#[derive(Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct TopicsFile {
+    data_version: DataVersion,
+    topic_config_table: BTreeMap<String, TopicConfig>,
+}
+
+struct State {
+    topics: BTreeMap<String, TopicConfig>,
+    data_version: DataVersion,
+}
+
+pub struct TopicConfigManager {
+    state: RwLock<State>,
+    path: PathBuf,
+    /// Woken whenever topics change, so the broker re-registers with name servers at once.
+    changed: Notify,
+}
+
+fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
+impl TopicConfigManager {
+    /// Loads `topics.json` and adds the system topics this configuration calls for.
+    pub fn load(config: &BrokerConfig) -> Self {
+        let path = persist::config_dir(&config.store_path_root_dir).join("topics.json");
+        let file: TopicsFile = persist::load(&path).unwrap_or_default();
+        let mut topics = system_topics(config);
+        // Persisted settings win, except that the template follows autoCreateTopicEnable.
+        for (name, topic) in file.topic_config_table {
+            if name == topic::AUTO_CREATE_TOPIC_KEY && !config.auto_create_topic_enable {
+                continue;
+            }
+            topics.insert(name, topic);
+        }
+        let mut data_version = file.data_version;
+        data_version.timestamp = now_millis();
+        data_version.counter += 1;
+        TopicConfigManager {
+            state: RwLock::new(State {
+                topics,
+                data_version,
+            }),
+            path,
+            changed: Notify::new(),
+        }
+    }
+
+    pub fn get(&self, name: &str) -> Option<TopicConfig> {
+        self.state.read().topics.get(name).cloned()
+    }
+
+    /// Every topic, with the version name servers compare to see changes.
+    pub fn snapshot(&self) -> (BTreeMap<String, TopicConfig>, DataVersion) {
+        let state = self.state.read();
+        (state.topics.clone(), state.data_version)
+    }
+
+    /// Completes when topics change (registration waits on this between periods).
+    pub async fn changed(&self) {
+        self.changed.notified().await;
+    }
+
+    /// Creates `name` from a template topic, as a producer sending to an unknown topic asks
+    /// (`createTopicInSendMessageMethod`). `None` if the template is missing or not inheritable.
+    pub fn create_from_template(
+        &self,
+        name: &str,
+        template: &str,
+        queue_nums: i32,
+        topic_sys_flag: i32,
+    ) -> Option<TopicConfig> {
+        let created = {
+            let mut state = self.state.write();
+            if let Some(existing) = state.topics.get(name) {
+                return Some(existing.clone());
+            }
+            let Some(template_config) = state.topics.get(template) else {
+                warn!(
+                    topic = name,
+                    template, "cannot auto-create topic: template topic does not exist"
+                );
+                return None;
+            };
+            if !perm::is_inherited(template_config.perm) {
+                warn!(topic = name, template, "cannot auto-create topic: the template is not inheritable (autoCreateTopicEnable=false?)");
+                return None;
+            }
+            let queues = queue_nums.min(template_config.write_queue_nums).max(0);
+            let created = TopicConfig {
+                topic_name: name.to_string(),
+                read_queue_nums: queues,
+                write_queue_nums: queues,
+                perm: template_config.perm & !perm::INHERIT,
+                topic_filter_type: template_config.topic_filter_type,
+                topic_sys_flag,
+                ..TopicConfig::default()
+            };
+            state.topics.insert(name.to_string(), created.clone());
+            bump(&mut state.data_version);
+            created
+        };
+        info!(
+            topic = name,
+            queues = created.write_queue_nums,
+            "auto-created topic"
+        );
+        self.persist_and_announce();
+        Some(created)
+    }
+
+    /// Creates a retry or DLQ topic if it is missing (`createTopicInSendMessageBackMethod`).
+    pub fn create_if_absent(&self, name: &str, queue_nums: i32, perm_bits: i32) -> TopicConfig {
+        {
+            let state = self.state.read();
+            if let Some(existing) = state.topics.get(name) {
+                return existing.clone();
+            }
+        }
+        let created = {
+            let mut state = self.state.write();
+            if let Some(existing) = state.topics.get(name) {
+                return existing.clone();
+            }
+            let created = TopicConfig {
+                perm: perm_bits,
+                ..TopicConfig::new(name, queue_nums)
+            };
+            state.topics.insert(name.to_string(), created.clone());
+            bump(&mut state.data_version);
+            created
+        };
+        self.persist_and_announce();
+        created
+    }
+
+    /// Creates or replaces a topic (admin `UPDATE_AND_CREATE_TOPIC`).
+    pub fn upsert(&self, config: TopicConfig) {
+        {
+            let mut state = self.state.write();
+            state.topics.insert(config.topic_name.clone(), config);
+            bump(&mut state.data_version);
+        }
+        self.persist_and_announce();
+    }
+
+    /// Removes a topic; returns whether it existed.
+    pub fn remove(&self, name: &str) -> bool {
+        let removed = {
+            let mut state = self.state.write();
+            let removed = state.topics.remove(name).is_some();
+            if removed {
+                bump(&mut state.data_version);
+            }
+            removed
+        };
+        if removed {
+            self.persist_and_announce();
+        }
+        removed
+    }
+
+    /// Writes `topics.json` now.
+    pub fn persist(&self) {
+        let content = {
+            let state = self.state.read();
+            let file = TopicsFile {
+                data_version: state.data_version,
+                topic_config_table: state.topics.clone(),
+            };
+            skiff_protocol::fastjson::to_string_pretty(&file).expect("topic configs serialize")
+        };
+        if let Err(err) = persist::store(&self.path, &content) {
+            warn!(file = %self.path.display(), %err, "cannot write topics.json; topic changes are not durable until it succeeds");
+        }
+    }
+
+    fn persist_and_announce(&self) {
+        self.persist();
+        self.changed.notify_waiters();
+    }
+}
+
+fn bump(version: &mut DataVersion) {
+    version.counter += 1;
+    version.timestamp = now_millis();
+}
+
+/// The topics a broker with this configuration always has (`TopicConfigManager.init`).
+fn system_topics(config: &BrokerConfig) -> BTreeMap<String, TopicConfig> {
+    let mut topics = BTreeMap::new();
+    let mut add = |name: &str, queues: i32, perm_bits: i32| {
+        let topic = TopicConfig {
+            perm: perm_bits,
+            ..TopicConfig::new(name, queues)
+        };
+        topics.insert(name.to_string(), topic);
+    };
+    let rw = perm::READ | perm::WRITE;
+    add(topic::SELF_TEST_TOPIC, 1, rw);
+    if config.auto_create_topic_enable {
+        add(
+            topic::AUTO_CREATE_TOPIC_KEY,
+            config.default_topic_queue_nums,
+            perm::INHERIT | rw,
+        );
+    }
+    add(topic::BENCHMARK_TOPIC, 1024, rw);
+    let cluster_perm = perm::INHERIT | if config.cluster_topic_enable { rw } else { 0 };
+    add(&config.broker_cluster_name, 16, cluster_perm);
+    let broker_perm = perm::INHERIT | if config.broker_topic_enable { rw } else { 0 };
+    add(&config.broker_name, 1, broker_perm);
+    add(topic::OFFSET_MOVED_EVENT, 1, rw);
+    add(topic::SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM, rw);
+    if config.trace_topic_enable {
+        add(&config.msg_trace_topic_name, 1, rw);
+    }
+    add(
+        &format!("{}_{REPLY_TOPIC_POSTFIX}", config.broker_cluster_name),
+        1,
+        rw,
+    );
+    add(topic::TRANS_HALF_TOPIC, 1, rw);
+    add(topic::TRANS_OP_HALF_TOPIC, 1, rw);
+    topics
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(dir: &std::path::Path) -> BrokerConfig {
+        BrokerConfig {
+            store_path_root_dir: dir.to_path_buf(),
+            ..BrokerConfig::default()
+        }
+    }
+
+    #[test]
+    fn system_topics_are_present() {
+        let dir = tempfile::tempdir().unwrap();
+        let topics = TopicConfigManager::load(&config(dir.path()));
+        let template = topics.get("TBW102").unwrap();
+        assert_eq!(template.perm, 7);
+        assert_eq!(template.write_queue_nums, 8);
+        assert_eq!(topics.get("DefaultCluster").unwrap().perm, 7);
+        assert_eq!(topics.get("broker-a").unwrap().write_queue_nums, 1);
+        assert!(topics.get("DefaultCluster_REPLY_TOPIC").is_some());
+    }
+
+    #[test]
+    fn auto_create_inherits_from_the_template_and_persists() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path());
+        let topics = TopicConfigManager::load(&cfg);
+        let created = topics
+            .create_from_template("NewTopic", "TBW102", 4, 0)
+            .unwrap();
+        assert_eq!(created.write_queue_nums, 4);
+        assert_eq!(created.perm, 6);
+        let big = topics.create_from_template("Big", "TBW102", 64, 0).unwrap();
+        assert_eq!(big.write_queue_nums, 8, "capped by the template");
+        assert!(topics.create_from_template("X", "Missing", 4, 0).is_none());
+        let reloaded = TopicConfigManager::load(&cfg);
+        assert_eq!(reloaded.get("NewTopic"), Some(created));
+    }
+
+    #[test]
+    fn no_template_without_auto_create() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = BrokerConfig {
+            auto_create_topic_enable: false,
+            ..config(dir.path())
+        };
+        let topics = TopicConfigManager::load(&cfg);
+        assert!(topics.get("TBW102").is_none());
+        assert!(topics.create_from_template("T", "TBW102", 4, 0).is_none());
+    }
+}

@@ -1,0 +1,174 @@
+//! The name server: a stateless directory of broker groups and topic routes.
+//!
+//! Brokers register every 30 s over a long-lived connection; clients ask for routes. A broker that
+//! stops registering for its timeout (120 s by default), or whose connection closes, is dropped
+//! along with the queues only it served.
+
+mod route_info;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use skiff_model::command::{ErrorKind, Reply, Request};
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::config::NamesrvConfig;
+use crate::net::{self, ClientChannel, Handled, RequestContext, Service};
+pub use route_info::{BrokerIdentity, RouteInfoManager};
+
+struct NameServerService {
+    routes: RouteInfoManager,
+    broker_timeout: Duration,
+}
+
+impl Service for NameServerService {
+    fn handle(self: Arc<Self>, ctx: &RequestContext, request: Request) -> Handled {
+        Handled::Now(self.answer(ctx, request))
+    }
+
+    fn on_disconnect(&self, channel: &ClientChannel) {
+        for broker in self.routes.on_channel_closed(channel.id()) {
+            info!(broker = %broker.broker_name, addr = %broker.broker_addr, "broker connection closed; removed from routes");
+        }
+    }
+}
+
+impl NameServerService {
+    fn answer(&self, ctx: &RequestContext, request: Request) -> Reply {
+        match request {
+            Request::RegisterBroker(registration) => {
+                let first = !self.routes.is_live(&registration.broker_addr);
+                let result = self.routes.register_broker(
+                    &registration,
+                    ctx.channel.id(),
+                    self.broker_timeout,
+                );
+                if first {
+                    info!(broker = %registration.broker_name, addr = %registration.broker_addr,
+                          cluster = %registration.cluster_name, topics = registration.topics.len(),
+                          "broker registered");
+                }
+                Reply::BrokerRegistered(result)
+            }
+            Request::UnregisterBroker {
+                cluster_name,
+                broker_name,
+                broker_addr,
+                broker_id,
+            } => {
+                info!(broker = %broker_name, addr = %broker_addr, "broker unregistered");
+                self.routes.unregister_broker(&BrokerIdentity {
+                    cluster_name,
+                    broker_name,
+                    broker_addr,
+                    broker_id,
+                });
+                Reply::Success
+            }
+            Request::GetRouteInfo { topic } => match self.routes.topic_route(&topic) {
+                Some(route) => Reply::Route(route),
+                None => Reply::error(
+                    ErrorKind::TopicNotExist,
+                    format!("No topic route info in name server for the topic: {topic}"),
+                ),
+            },
+            Request::GetBrokerClusterInfo => Reply::ClusterInfo(self.routes.cluster_info()),
+            Request::GetAllTopicList => Reply::TopicList(self.routes.all_topics()),
+            Request::DeleteTopicInNamesrv {
+                topic,
+                cluster_name,
+            } => {
+                self.routes.delete_topic(&topic, cluster_name.as_deref());
+                Reply::Success
+            }
+            other => Reply::error(
+                ErrorKind::RequestNotSupported,
+                format!(
+                    "the name server does not serve {}; send it to a broker",
+                    crate::broker::request_name(&other)
+                ),
+            ),
+        }
+    }
+}
+
+/// A running name server.
+pub struct NameServer {
+    local_addr: SocketAddr,
+    shutdown: CancellationToken,
+    server: JoinHandle<()>,
+    scanner: JoinHandle<()>,
+}
+
+impl NameServer {
+    /// Binds the listener and starts serving and scanning for dead brokers.
+    pub async fn start(config: NamesrvConfig) -> anyhow::Result<NameServer> {
+        let bind = SocketAddr::new(config.bind_address, config.listen_port);
+        let listener = TcpListener::bind(bind).await.with_context(|| {
+            format!(
+                "cannot listen on {bind}: is another name server running? choose another address"
+            )
+        })?;
+        let local_addr = listener.local_addr()?;
+        let service = Arc::new(NameServerService {
+            routes: RouteInfoManager::default(),
+            broker_timeout: Duration::from_millis(config.broker_channel_expired_time),
+        });
+        let shutdown = CancellationToken::new();
+        let server = tokio::spawn(net::serve(
+            listener,
+            service.clone(),
+            config.frame_max_length,
+            shutdown.clone(),
+        ));
+        let scan_every = Duration::from_millis(config.scan_not_active_broker_interval.max(100));
+        let scanner = tokio::spawn(scan_not_active_brokers(
+            service,
+            scan_every,
+            shutdown.clone(),
+        ));
+        info!(%local_addr, "name server listening");
+        Ok(NameServer {
+            local_addr,
+            shutdown,
+            server,
+            scanner,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting, closes connections and waits for the tasks to end.
+    pub async fn shutdown(self) {
+        self.shutdown.cancel();
+        let _ = self.scanner.await;
+        let _ = self.server.await;
+        info!("name server stopped");
+    }
+}
+
+async fn scan_not_active_brokers(
+    service: Arc<NameServerService>,
+    every: Duration,
+    shutdown: CancellationToken,
+) {
+    let mut ticker = tokio::time::interval(every);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => {
+                for broker in service.routes.scan_not_active_brokers() {
+                    warn!(broker = %broker.broker_name, addr = %broker.broker_addr,
+                          "broker stopped registering; removed from routes");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! The name server's tables (`RouteInfoManager` in Apache RocketMQ): which broker groups exist,
+//! where their members listen, which queues each topic has on each group, and when each broker
+//! last registered.
+//!
+//! All tables sit behind one lock because a route is a consistent snapshot across several of them.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+use skiff_model::route::{
+    BrokerData, BrokerRegistration, ClusterInfo, QueueData, RegistrationResult, TopicConfig,
+    TopicRouteData, MASTER_ID,
+};
+
+/// When a broker was last heard from, and on which connection.
+struct BrokerLive {
+    last_update: Instant,
+    timeout: Duration,
+    channel_id: u64,
+    ha_server_addr: String,
+}
+
+#[derive(Default)]
+struct Tables {
+    /// topic → broker name → queues of that topic on that broker group.
+    topic_queue_table: HashMap<String, BTreeMap<String, QueueData>>,
+    /// broker name → group (cluster, member addresses).
+    broker_addr_table: BTreeMap<String, BrokerData>,
+    /// cluster → broker names.
+    cluster_addr_table: BTreeMap<String, BTreeSet<String>>,
+    /// broker address → liveness.
+    broker_live_table: HashMap<String, BrokerLive>,
+}
+
+/// A broker identified for removal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokerIdentity {
+    pub cluster_name: String,
+    pub broker_name: String,
+    pub broker_addr: String,
+    pub broker_id: i64,
+}
+
+#[derive(Default)]
+pub struct RouteInfoManager {
+    tables: RwLock<Tables>,
+}
+
+impl RouteInfoManager {
+    /// Records a broker's registration (the periodic heartbeat of the broker, too).
+    pub fn register_broker(
+        &self,
+        registration: &BrokerRegistration,
+        channel_id: u64,
+        default_timeout: Duration,
+    ) -> RegistrationResult {
+        let mut tables = self.tables.write();
+        tables
+            .cluster_addr_table
+            .entry(registration.cluster_name.clone())
+            .or_default()
+            .insert(registration.broker_name.clone());
+
+        let broker_data = tables
+            .broker_addr_table
+            .entry(registration.broker_name.clone())
+            .or_insert_with(|| BrokerData {
+                cluster: registration.cluster_name.clone(),
+                broker_name: registration.broker_name.clone(),
+                ..BrokerData::default()
+            });
+        broker_data.cluster = registration.cluster_name.clone();
+        broker_data.enable_acting_master = registration.enable_acting_master;
+        // One address holds one role: a slave promoted to master must not stay listed as slave.
+        broker_data
+            .broker_addrs
+            .retain(|id, addr| *addr != registration.broker_addr || *id == registration.broker_id);
+        broker_data
+            .broker_addrs
+            .insert(registration.broker_id, registration.broker_addr.clone());
+
+        if registration.broker_id == MASTER_ID {
+            for topic in registration.topics.values() {
+                upsert_queue_data(&mut tables, &registration.broker_name, topic);
+            }
+        }
+
+        let timeout = registration
+            .heartbeat_timeout_millis
+            .filter(|ms| *ms > 0)
+            .map(|ms| Duration::from_millis(ms as u64))
+            .unwrap_or(default_timeout);
+        tables.broker_live_table.insert(
+            registration.broker_addr.clone(),
+            BrokerLive {
+                last_update: Instant::now(),
+                timeout,
+                channel_id,
+                ha_server_addr: registration.ha_server_addr.clone(),
+            },
+        );
+
+        if registration.broker_id == MASTER_ID {
+            return RegistrationResult::default();
+        }
+        let master_addr = tables
+            .broker_addr_table
+            .get(&registration.broker_name)
+            .and_then(|data| data.broker_addrs.get(&MASTER_ID))
+            .cloned();
+        let ha_server_addr = master_addr
+            .as_ref()
+            .and_then(|addr| tables.broker_live_table.get(addr))
+            .map(|live| live.ha_server_addr.clone());
+        RegistrationResult {
+            master_addr,
+            ha_server_addr,
+        }
+    }
+
+    /// Whether a broker at `broker_addr` is currently registered.
+    pub fn is_live(&self, broker_addr: &str) -> bool {
+        self.tables
+            .read()
+            .broker_live_table
+            .contains_key(broker_addr)
+    }
+
+    /// Forgets a broker; a group with no members left disappears with its queues.
+    pub fn unregister_broker(&self, broker: &BrokerIdentity) {
+        let mut tables = self.tables.write();
+        remove_broker(&mut tables, broker);
+    }
+
+    /// Removes brokers that have not registered within their timeout; returns them.
+    pub fn scan_not_active_brokers(&self) -> Vec<BrokerIdentity> {
+        let now = Instant::now();
+        self.remove_brokers_where(|live| now.duration_since(live.last_update) > live.timeout)
+    }
+
+    /// Removes brokers whose registration came over a connection that just closed.
+    pub fn on_channel_closed(&self, channel_id: u64) -> Vec<BrokerIdentity> {
+        self.remove_brokers_where(|live| live.channel_id == channel_id)
+    }
+
+    fn remove_brokers_where(&self, dead: impl Fn(&BrokerLive) -> bool) -> Vec<BrokerIdentity> {
+        let mut tables = self.tables.write();
+        let dead_addrs: Vec<String> = tables
+            .broker_live_table
+            .iter()
+            .filter(|(_, live)| dead(live))
+            .map(|(addr, _)| addr.clone())
+            .collect();
+        let mut removed = Vec::new();
+        for addr in dead_addrs {
+            let identity = tables.broker_addr_table.values().find_map(|data| {
+                data.broker_addrs
+                    .iter()
+                    .find(|(_, a)| **a == addr)
+                    .map(|(id, _)| BrokerIdentity {
+                        cluster_name: data.cluster.clone(),
+                        broker_name: data.broker_name.clone(),
+                        broker_addr: addr.clone(),
+                        broker_id: *id,
+                    })
+            });
+            match identity {
+                Some(identity) => {
+                    remove_broker(&mut tables, &identity);
+                    removed.push(identity);
+                }
+                None => {
+                    tables.broker_live_table.remove(&addr);
+                }
+            }
+        }
+        removed
+    }
+
+    /// The route of `topic`, or `None` if no live broker group serves it.
+    pub fn topic_route(&self, topic: &str) -> Option<TopicRouteData> {
+        let tables = self.tables.read();
+        let queues = tables.topic_queue_table.get(topic)?;
+        let queue_datas: Vec<QueueData> = queues.values().cloned().collect();
+        let broker_datas: Vec<BrokerData> = queues
+            .keys()
+            .filter_map(|name| tables.broker_addr_table.get(name).cloned())
+            .collect();
+        if queue_datas.is_empty() || broker_datas.is_empty() {
+            return None;
+        }
+        Some(TopicRouteData {
+            queue_datas,
+            broker_datas,
+            ..TopicRouteData::default()
+        })
+    }
+
+    pub fn cluster_info(&self) -> ClusterInfo {
+        let tables = self.tables.read();
+        ClusterInfo {
+            broker_addr_table: tables.broker_addr_table.clone(),
+            cluster_addr_table: tables.cluster_addr_table.clone(),
+        }
+    }
+
+    pub fn all_topics(&self) -> Vec<String> {
+        let tables = self.tables.read();
+        let mut topics: Vec<String> = tables.topic_queue_table.keys().cloned().collect();
+        topics.sort();
+        topics
+    }
+
+    /// Deletes a topic everywhere, or only from the broker groups of `cluster`.
+    pub fn delete_topic(&self, topic: &str, cluster: Option<&str>) {
+        let mut tables = self.tables.write();
+        let Some(cluster) = cluster.filter(|c| !c.is_empty()) else {
+            tables.topic_queue_table.remove(topic);
+            return;
+        };
+        let brokers = tables
+            .cluster_addr_table
+            .get(cluster)
+            .cloned()
+            .unwrap_or_default();
+        if let Some(queues) = tables.topic_queue_table.get_mut(topic) {
+            queues.retain(|broker, _| !brokers.contains(broker));
+            if queues.is_empty() {
+                tables.topic_queue_table.remove(topic);
+            }
+        }
+    }
+}
+
+fn upsert_queue_data(tables: &mut Tables, broker_name: &str, topic: &TopicConfig) {
+    let queue_data = QueueData {
+        broker_name: broker_name.to_string(),
+        read_queue_nums: topic.read_queue_nums,
+        write_queue_nums: topic.write_queue_nums,
+        perm: topic.perm,
+        topic_sys_flag: topic.topic_sys_flag,
+    };
+    tables
+        .topic_queue_table
+        .entry(topic.topic_name.clone())
+        .or_default()
+        .insert(broker_name.to_string(), queue_data);
+}
+
+fn remove_broker(tables: &mut Tables, broker: &BrokerIdentity) {
+    tables.broker_live_table.remove(&broker.broker_addr);
+    let mut group_gone = false;
+    if let Some(data) = tables.broker_addr_table.get_mut(&broker.broker_name) {
+        data.broker_addrs
+            .retain(|id, addr| !(*id == broker.broker_id && *addr == broker.broker_addr));
+        group_gone = data.broker_addrs.is_empty();
+    }
+    if !group_gone {
+        return;
+    }
+    tables.broker_addr_table.remove(&broker.broker_name);
+    for names in tables.cluster_addr_table.values_mut() {
+        names.remove(&broker.broker_name);
+    }
+    tables
+        .cluster_addr_table
+        .retain(|_, names| !names.is_empty());
+    tables.topic_queue_table.retain(|_, queues| {
+        queues.remove(&broker.broker_name);
+        !queues.is_empty()
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn registration(name: &str, addr: &str, id: i64, topics: &[&str]) -> BrokerRegistration {
+        BrokerRegistration {
+            cluster_name: "DefaultCluster".into(),
+            broker_name: name.into(),
+            broker_addr: addr.into(),
+            broker_id: id,
+            ha_server_addr: format!("{addr}-ha"),
+            topics: topics
+                .iter()
+                .map(|t| (t.to_string(), TopicConfig::new(*t, 4)))
+                .collect(),
+            ..BrokerRegistration::default()
+        }
+    }
+
+    const TIMEOUT: Duration = Duration::from_secs(120);
+
+    #[test]
+    fn route_lists_every_group_serving_a_topic() {
+        let routes = RouteInfoManager::default();
+        routes.register_broker(&registration("b", "10.0.0.2:10911", 0, &["T"]), 1, TIMEOUT);
+        routes.register_broker(
+            &registration("a", "10.0.0.1:10911", 0, &["T", "U"]),
+            2,
+            TIMEOUT,
+        );
+        let route = routes.topic_route("T").unwrap();
+        let names: Vec<_> = route
+            .queue_datas
+            .iter()
+            .map(|q| q.broker_name.as_str())
+            .collect();
+        assert_eq!(names, ["a", "b"]);
+        assert_eq!(route.broker_datas.len(), 2);
+        assert_eq!(route.broker_datas[0].broker_addrs[&0], "10.0.0.1:10911");
+        assert!(routes.topic_route("missing").is_none());
+        assert_eq!(routes.all_topics(), ["T", "U"]);
+    }
+
+    #[test]
+    fn slaves_learn_their_master() {
+        let routes = RouteInfoManager::default();
+        routes.register_broker(&registration("a", "10.0.0.1:10911", 0, &["T"]), 1, TIMEOUT);
+        let result =
+            routes.register_broker(&registration("a", "10.0.0.9:10911", 1, &["T"]), 2, TIMEOUT);
+        assert_eq!(result.master_addr.as_deref(), Some("10.0.0.1:10911"));
+        assert_eq!(result.ha_server_addr.as_deref(), Some("10.0.0.1:10911-ha"));
+    }
+
+    #[test]
+    fn brokers_disappear_with_their_connection_or_timeout() {
+        let routes = RouteInfoManager::default();
+        routes.register_broker(&registration("a", "10.0.0.1:10911", 0, &["T"]), 7, TIMEOUT);
+        let mut quick = registration("b", "10.0.0.2:10911", 0, &["T"]);
+        quick.heartbeat_timeout_millis = Some(1);
+        routes.register_broker(&quick, 8, TIMEOUT);
+        std::thread::sleep(Duration::from_millis(5));
+        let expired = routes.scan_not_active_brokers();
+        assert_eq!(expired.len(), 1);
+        assert_eq!(expired[0].broker_name, "b");
+        assert_eq!(routes.topic_route("T").unwrap().queue_datas.len(), 1);
+        let closed = routes.on_channel_closed(7);
+        assert_eq!(closed[0].broker_addr, "10.0.0.1:10911");
+        assert!(routes.topic_route("T").is_none());
+        assert!(routes.cluster_info().broker_addr_table.is_empty());
+        assert!(routes.cluster_info().cluster_addr_table.is_empty());
+    }
+
+    #[test]
+    fn delete_topic_by_cluster() {
+        let routes = RouteInfoManager::default();
+        routes.register_broker(&registration("a", "10.0.0.1:10911", 0, &["T"]), 1, TIMEOUT);
+        routes.delete_topic("T", Some("OtherCluster"));
+        assert!(routes.topic_route("T").is_some());
+        routes.delete_topic("T", Some("DefaultCluster"));
+        assert!(routes.topic_route("T").is_none());
+    }
+}

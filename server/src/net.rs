@@ -1,0 +1,301 @@
+//! Serving remoting connections.
+//!
+//! Each accepted connection gets a reader loop and a writer task. The reader turns frames into
+//! requests with the codec and hands them to a [`Service`]. A service answers either at once
+//! ([`Handled::Now`]) or with a future ([`Handled::Later`]) that runs on its own task, so a pull
+//! held for long polling or a send waiting for a sync flush never stalls the other requests a
+//! client multiplexes over the same connection. Work that must keep arrival order (appending to the
+//! CommitLog) happens inside `Service::handle`, on the reader, before any future is returned.
+//!
+//! Replies and server-initiated requests (such as `NOTIFY_CONSUMER_IDS_CHANGED`) go through the
+//! connection's [`ClientChannel`], whose writer task batches queued frames into few syscalls.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use futures::{SinkExt, StreamExt};
+use skiff_model::command::{Reply, Request};
+use skiff_protocol::remoting::{self, RemotingCodec, RemotingCommand};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn};
+
+/// Frames a connection may have queued for writing before senders wait.
+const OUTBOUND_QUEUE: usize = 4096;
+
+/// A reply that needs more time: awaited on its own task.
+pub type ReplyFuture = Pin<Box<dyn Future<Output = Reply> + Send + 'static>>;
+
+/// How a service answered a request.
+pub enum Handled {
+    Now(Reply),
+    Later(ReplyFuture),
+}
+
+/// Who sent a request.
+#[derive(Clone)]
+pub struct RequestContext {
+    pub channel: ClientChannel,
+}
+
+/// Something that answers requests: the name server or the broker.
+pub trait Service: Send + Sync + 'static {
+    fn handle(self: Arc<Self>, ctx: &RequestContext, request: Request) -> Handled;
+
+    /// The connection closed (or failed); forget what was tied to it.
+    fn on_disconnect(&self, _channel: &ClientChannel) {}
+}
+
+struct ChannelInner {
+    id: u64,
+    peer: SocketAddr,
+    outbound: mpsc::Sender<RemotingCommand>,
+    next_opaque: AtomicI32,
+    closed: CancellationToken,
+}
+
+/// One client connection, as handlers see it: an identity and a way to write to it.
+#[derive(Clone)]
+pub struct ClientChannel(Arc<ChannelInner>);
+
+impl ClientChannel {
+    /// A process-unique id of the connection.
+    pub fn id(&self) -> u64 {
+        self.0.id
+    }
+
+    pub fn peer(&self) -> SocketAddr {
+        self.0.peer
+    }
+
+    /// Sends a request the client does not answer (for example NOTIFY_CONSUMER_IDS_CHANGED).
+    /// Dropped, not awaited, when the connection's queue is full: such notices are hints that the
+    /// client also gets from its periodic work.
+    pub fn send_oneway(&self, request: &Request) {
+        let opaque = self.0.next_opaque.fetch_add(1, Ordering::Relaxed);
+        let frame = remoting::encode_request(request, opaque, true);
+        if self.0.outbound.try_send(frame).is_err() {
+            debug!(peer = %self.0.peer, "dropping a oneway request: connection busy or closed");
+        }
+    }
+
+    /// Closes the connection (for example after the client stopped heartbeating).
+    pub fn close(&self) {
+        self.0.closed.cancel();
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.0.closed.is_cancelled() || self.0.outbound.is_closed()
+    }
+
+    async fn send(&self, frame: RemotingCommand) {
+        if self.0.outbound.send(frame).await.is_err() {
+            debug!(peer = %self.0.peer, "reply dropped: connection closed");
+        }
+    }
+}
+
+impl PartialEq for ClientChannel {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.id == other.0.id
+    }
+}
+
+impl Eq for ClientChannel {}
+
+impl std::hash::Hash for ClientChannel {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.id.hash(state);
+    }
+}
+
+impl std::fmt::Debug for ClientChannel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ClientChannel#{}({})", self.0.id, self.0.peer)
+    }
+}
+
+#[cfg(test)]
+impl ClientChannel {
+    /// A channel with no socket behind it; frames sent to it arrive on the returned receiver.
+    pub(crate) fn detached(peer: SocketAddr) -> (ClientChannel, mpsc::Receiver<RemotingCommand>) {
+        let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
+        let channel = ClientChannel(Arc::new(ChannelInner {
+            id: NEXT_CHANNEL_ID.fetch_add(1, Ordering::Relaxed),
+            peer,
+            outbound: tx,
+            next_opaque: AtomicI32::new(1),
+            closed: CancellationToken::new(),
+        }));
+        (channel, rx)
+    }
+}
+
+static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
+
+/// Accepts connections until `shutdown` fires, then waits for open connections to finish.
+pub async fn serve<S: Service>(
+    listener: TcpListener,
+    service: Arc<S>,
+    max_frame_len: usize,
+    shutdown: CancellationToken,
+) {
+    let tracker = TaskTracker::new();
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let service = service.clone();
+                    let shutdown = shutdown.clone();
+                    tracker.spawn(serve_connection(stream, peer, service, max_frame_len, shutdown));
+                }
+                Err(err) => {
+                    // Typically EMFILE: back off briefly instead of spinning.
+                    warn!(%err, "accept failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                }
+            }
+        }
+    }
+    tracker.close();
+    tracker.wait().await;
+}
+
+/// How long a connection being shut down waits for its in-flight requests (sends waiting for a
+/// flush, held pulls being released) before it closes anyway.
+const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+async fn serve_connection<S: Service>(
+    stream: TcpStream,
+    peer: SocketAddr,
+    service: Arc<S>,
+    max_frame_len: usize,
+    shutdown: CancellationToken,
+) {
+    let _ = stream.set_nodelay(true);
+    let (read_half, write_half) = stream.into_split();
+    let mut frames = FramedRead::new(read_half, RemotingCodec::new(max_frame_len));
+    let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
+    let closed = CancellationToken::new();
+    let channel = ClientChannel(Arc::new(ChannelInner {
+        id: NEXT_CHANNEL_ID.fetch_add(1, Ordering::Relaxed),
+        peer,
+        outbound: tx,
+        next_opaque: AtomicI32::new(1),
+        closed: closed.clone(),
+    }));
+    debug!(?channel, "connection opened");
+    let writer = tokio::spawn(write_frames(
+        FramedWrite::new(write_half, RemotingCodec::new(max_frame_len)),
+        rx,
+        closed.clone(),
+    ));
+    let ctx = RequestContext {
+        channel: channel.clone(),
+    };
+    let in_flight = TaskTracker::new();
+    let mut draining = false;
+    loop {
+        let frame = tokio::select! {
+            _ = closed.cancelled() => break,
+            _ = shutdown.cancelled() => { draining = true; break }
+            frame = frames.next() => frame,
+        };
+        match frame {
+            Some(Ok(command)) => dispatch(&service, &ctx, &in_flight, command).await,
+            Some(Err(err)) => {
+                info!(%peer, %err, "closing connection after a bad frame");
+                break;
+            }
+            None => break,
+        }
+    }
+    in_flight.close();
+    if draining {
+        // Let requests already accepted finish, so a send that was stored also gets its answer.
+        let _ = tokio::time::timeout(DRAIN_TIMEOUT, in_flight.wait()).await;
+    }
+    closed.cancel();
+    service.on_disconnect(&channel);
+    drop(ctx);
+    drop(channel);
+    let _ = writer.await;
+    debug!(%peer, "connection closed");
+}
+
+async fn dispatch<S: Service>(
+    service: &Arc<S>,
+    ctx: &RequestContext,
+    in_flight: &TaskTracker,
+    command: RemotingCommand,
+) {
+    if command.is_response() {
+        // Server-initiated requests are all oneway today, so no response is expected.
+        debug!(peer = %ctx.channel.peer(), code = command.code, "ignoring an unexpected response");
+        return;
+    }
+    let handled = match remoting::decode_request(&command) {
+        Ok(request) => service.clone().handle(ctx, request),
+        Err(error) => Handled::Now(Reply::Error(error)),
+    };
+    match handled {
+        Handled::Now(reply) => {
+            if !command.is_oneway() {
+                ctx.channel
+                    .send(remoting::encode_reply(&command, reply))
+                    .await;
+            }
+        }
+        Handled::Later(future) => {
+            let channel = ctx.channel.clone();
+            in_flight.spawn(async move {
+                let reply = future.await;
+                if !command.is_oneway() {
+                    channel.send(remoting::encode_reply(&command, reply)).await;
+                }
+            });
+        }
+    }
+}
+
+/// Writes queued frames, flushing only when the queue is drained so bursts share syscalls.
+async fn write_frames(
+    mut sink: FramedWrite<tokio::net::tcp::OwnedWriteHalf, RemotingCodec>,
+    mut queue: mpsc::Receiver<RemotingCommand>,
+    closed: CancellationToken,
+) {
+    loop {
+        let frame = tokio::select! {
+            _ = closed.cancelled() => break,
+            frame = queue.recv() => frame,
+        };
+        let Some(frame) = frame else { break };
+        if sink.feed(frame).await.is_err() {
+            break;
+        }
+        while let Ok(frame) = queue.try_recv() {
+            if sink.feed(frame).await.is_err() {
+                closed.cancel();
+                return;
+            }
+        }
+        if sink.flush().await.is_err() {
+            break;
+        }
+    }
+    closed.cancel();
+    // Best effort: deliver what was already queued before the close.
+    while let Ok(frame) = queue.try_recv() {
+        if sink.feed(frame).await.is_err() {
+            return;
+        }
+    }
+    let _ = sink.flush().await;
+}

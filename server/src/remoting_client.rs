@@ -1,0 +1,202 @@
+//! A small remoting client: one connection, many requests in flight, answers matched by opaque.
+//!
+//! The broker uses it to register with name servers; the admin and bench tools use it to talk to
+//! brokers. Requests the peer sends us (such as NOTIFY_CONSUMER_IDS_CHANGED) are ignored: none of
+//! these users rebalance.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{SinkExt, StreamExt};
+use parking_lot::Mutex;
+use skiff_model::command::{Reply, Request};
+use skiff_protocol::remoting::{self, RemotingCodec, RemotingCommand, DEFAULT_MAX_FRAME_LEN};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        addr: String,
+        source: std::io::Error,
+    },
+    #[error("no answer from {addr} within {timeout:?}")]
+    Timeout { addr: String, timeout: Duration },
+    #[error("connection to {0} closed")]
+    Closed(String),
+    #[error("unexpected answer from {addr}: {message}")]
+    BadReply { addr: String, message: String },
+}
+
+type Pending = Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>;
+
+struct Inner {
+    addr: String,
+    outbound: mpsc::Sender<RemotingCommand>,
+    pending: Pending,
+    next_opaque: AtomicI32,
+    closed: CancellationToken,
+}
+
+/// A connection to one name server or broker. Cheap to clone; closes when the last clone drops.
+#[derive(Clone)]
+pub struct RemotingClient {
+    inner: Arc<Inner>,
+    _guard: Arc<CloseOnDrop>,
+}
+
+struct CloseOnDrop(CancellationToken);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        self.0.cancel();
+    }
+}
+
+impl RemotingClient {
+    /// Connects to `addr` (`host:port`) within `timeout`.
+    pub async fn connect(addr: &str, timeout: Duration) -> Result<Self, ClientError> {
+        let connect_error = |source| ClientError::Connect {
+            addr: addr.to_string(),
+            source,
+        };
+        let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+            Ok(result) => result.map_err(connect_error)?,
+            Err(_) => {
+                return Err(ClientError::Timeout {
+                    addr: addr.to_string(),
+                    timeout,
+                })
+            }
+        };
+        let _ = stream.set_nodelay(true);
+        let (read_half, write_half) = stream.into_split();
+        let (tx, mut rx) = mpsc::channel::<RemotingCommand>(1024);
+        let closed = CancellationToken::new();
+        let inner = Arc::new(Inner {
+            addr: addr.to_string(),
+            outbound: tx,
+            pending: Mutex::new(HashMap::new()),
+            next_opaque: AtomicI32::new(1),
+            closed: closed.clone(),
+        });
+
+        let mut sink = FramedWrite::new(write_half, RemotingCodec::default());
+        let writer_closed = closed.clone();
+        tokio::spawn(async move {
+            loop {
+                let frame = tokio::select! {
+                    _ = writer_closed.cancelled() => break,
+                    frame = rx.recv() => frame,
+                };
+                let Some(frame) = frame else { break };
+                if sink.feed(frame).await.is_err() {
+                    break;
+                }
+                while let Ok(frame) = rx.try_recv() {
+                    if sink.feed(frame).await.is_err() {
+                        break;
+                    }
+                }
+                if sink.flush().await.is_err() {
+                    break;
+                }
+            }
+            writer_closed.cancel();
+        });
+
+        let mut frames = FramedRead::new(read_half, RemotingCodec::new(DEFAULT_MAX_FRAME_LEN));
+        let reader_inner = Arc::downgrade(&inner);
+        let reader_closed = closed.clone();
+        tokio::spawn(async move {
+            loop {
+                let frame = tokio::select! {
+                    _ = reader_closed.cancelled() => break,
+                    frame = frames.next() => frame,
+                };
+                let Some(Ok(frame)) = frame else { break };
+                if !frame.is_response() {
+                    continue;
+                }
+                let Some(inner) = reader_inner.upgrade() else {
+                    break;
+                };
+                let waiter = inner.pending.lock().remove(&frame.opaque);
+                if let Some(waiter) = waiter {
+                    let _ = waiter.send(frame);
+                }
+            }
+            reader_closed.cancel();
+            if let Some(inner) = reader_inner.upgrade() {
+                // Fail every waiter now rather than at its timeout.
+                inner.pending.lock().clear();
+            }
+        });
+
+        Ok(RemotingClient {
+            inner,
+            _guard: Arc::new(CloseOnDrop(closed)),
+        })
+    }
+
+    /// The address this client connected to.
+    pub fn addr(&self) -> &str {
+        &self.inner.addr
+    }
+
+    /// Whether the connection is gone (the caller should reconnect).
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.is_cancelled()
+    }
+
+    /// Sends `request` and waits up to `timeout` for its reply.
+    pub async fn invoke(&self, request: &Request, timeout: Duration) -> Result<Reply, ClientError> {
+        let opaque = self.inner.next_opaque.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.inner.pending.lock().insert(opaque, tx);
+        let frame = remoting::encode_request(request, opaque, false);
+        let result = tokio::time::timeout(timeout, async {
+            self.inner
+                .outbound
+                .send(frame)
+                .await
+                .map_err(|_| self.closed_error())?;
+            rx.await.map_err(|_| self.closed_error())
+        })
+        .await;
+        let response = match result {
+            Ok(response) => response?,
+            Err(_) => {
+                self.inner.pending.lock().remove(&opaque);
+                return Err(ClientError::Timeout {
+                    addr: self.inner.addr.clone(),
+                    timeout,
+                });
+            }
+        };
+        remoting::decode_reply(request, &response).map_err(|err| ClientError::BadReply {
+            addr: self.inner.addr.clone(),
+            message: err.to_string(),
+        })
+    }
+
+    /// Sends `request` without waiting for (or getting) a reply.
+    pub async fn invoke_oneway(&self, request: &Request) -> Result<(), ClientError> {
+        let opaque = self.inner.next_opaque.fetch_add(1, Ordering::Relaxed);
+        let frame = remoting::encode_request(request, opaque, true);
+        self.inner
+            .outbound
+            .send(frame)
+            .await
+            .map_err(|_| self.closed_error())
+    }
+
+    fn closed_error(&self) -> ClientError {
+        ClientError::Closed(self.inner.addr.clone())
+    }
+}
