@@ -103,7 +103,9 @@ mod tests {
         assert_eq!(first.len(), 32);
         assert!(first.starts_with("7F000001"));
         assert_ne!(first, second);
-        let since_month = u32::from_str_radix(&first[20..28], 16).unwrap() as i32;
+        // Java casts to int and reads the field back as unsigned (`getNearlyTimeFromID`): late in
+        // a month it wraps, and unsigned it is exact again.
+        let since_month = u32::from_str_radix(&first[20..28], 16).unwrap();
         assert_eq!(i64::from(since_month), now - 1_793_491_200_000);
     }
 }
