@@ -1,8 +1,8 @@
 //! The two header encodings: JSON (type 0) and the "ROCKETMQ" binary layout (type 1).
 //!
 //! JSON is written exactly as Java's fastjson writes `RemotingCommand` (compact, keys sorted, nulls
-//! omitted, `extFields` values as strings) and read tolerantly: only `code` and `opaque` are
-//! required, numbers and booleans in `extFields` are stringified (ali-ons sends them), unknown keys
+//! omitted, `extFields` values as strings) and read tolerantly: every field has Java's default
+//! (a missing `code` is request code 0), numbers and booleans in `extFields` are stringified (ali-ons sends them), unknown keys
 //! and language names are accepted, and text that is fastjson but not JSON is retried with the
 //! lenient reader.
 //!
@@ -51,7 +51,11 @@ impl Header {
 /// The JSON header as clients send it; see [`Lenient`] and [`ExtValue`] for the tolerances.
 #[derive(Deserialize)]
 struct JsonHeader {
+    // Java fills missing int fields with 0, so a header without `code` is request code 0, which
+    // no processor serves: REQUEST_CODE_NOT_SUPPORTED rather than a closed connection.
+    #[serde(default)]
     code: Lenient,
+    #[serde(default)]
     opaque: Lenient,
     #[serde(default)]
     flag: Lenient,
@@ -309,7 +313,7 @@ mod tests {
         assert_eq!(header.ext_fields["k"], "false");
         assert_eq!(header.ext_fields["y"], "1.5");
         assert!(!header.ext_fields.contains_key("x"));
-        // Only code and opaque are required.
+        // Missing fields take Java's defaults.
         let header =
             decode_json(br#"{"code":34,"opaque":9,"language":"COBOL","extra":[1]}"#).unwrap();
         assert_eq!((header.flag, header.version), (0, 0));
@@ -317,7 +321,7 @@ mod tests {
         let header = decode_json(br#"{"code":"34","opaque":9}"#).unwrap();
         assert_eq!(header.code, 34);
         assert_eq!(header.language, LanguageCode::Java);
-        assert!(decode_json(br#"{"opaque":9}"#).is_err());
+        assert_eq!(decode_json(br#"{"opaque":9}"#).unwrap().code, 0);
         assert!(decode_json(br#"{"code":1.5,"opaque":9}"#).is_err());
         assert!(decode_json(br#"{"code":4294967296,"opaque":9}"#).is_err());
         assert!(decode_json(b"not json").is_err());

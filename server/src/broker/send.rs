@@ -105,10 +105,11 @@ fn prepare(
             ));
         }
     }
-    if request.messages.is_empty() {
+    // Java 5.x fails on a missing body with a system error; clients never send one.
+    if request.messages.is_empty() || request.messages.iter().any(|m| m.body.is_empty()) {
         return Err(Reply::error(
-            ErrorKind::MessageIllegal,
-            "the request carries no message",
+            ErrorKind::SystemError,
+            "the message body is empty",
         ));
     }
     let mut topic_config = find_or_create_topic(state, &request)?;
