@@ -11,9 +11,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::consumer::{
-    ConsumeStats, HeartbeatData, SubscriptionGroupConfig, TopicStatsTable,
-};
+use crate::consumer::{ConsumeStats, HeartbeatData, SubscriptionGroupConfig, TopicStatsTable};
 use crate::message::Message;
 use crate::route::{
     BrokerRegistration, ClusterInfo, DataVersion, RegistrationResult, TopicConfig, TopicRouteData,
@@ -36,13 +34,24 @@ pub enum Request {
     /// Read messages from a queue, possibly waiting for them (long polling).
     Pull(PullRequest),
     /// A group's committed offset on a queue.
-    QueryConsumerOffset { group: String, queue: QueueRef },
+    QueryConsumerOffset {
+        group: String,
+        queue: QueueRef,
+    },
     /// Commit a group's offset on a queue.
-    UpdateConsumerOffset { group: String, queue: QueueRef, offset: i64 },
+    UpdateConsumerOffset {
+        group: String,
+        queue: QueueRef,
+        offset: i64,
+    },
     /// The offset the next message of a queue will get (= number of entries ever written).
-    GetMaxOffset { queue: QueueRef },
+    GetMaxOffset {
+        queue: QueueRef,
+    },
     /// The oldest offset still readable in a queue.
-    GetMinOffset { queue: QueueRef },
+    GetMinOffset {
+        queue: QueueRef,
+    },
     /// The offset of the first (or last) message stored at or after `timestamp` (ms).
     SearchOffsetByTimestamp {
         queue: QueueRef,
@@ -50,7 +59,23 @@ pub enum Request {
         boundary: BoundaryType,
     },
     /// Store time of the oldest message in a queue.
-    GetEarliestMsgStoreTime { queue: QueueRef },
+    GetEarliestMsgStoreTime {
+        queue: QueueRef,
+    },
+    /// Messages of `topic` indexed under `key` (a message key, or the client's unique id when
+    /// `unique_key`) and stored between the two timestamps (ms).
+    QueryMessage {
+        topic: String,
+        key: String,
+        max_num: i32,
+        begin_timestamp: i64,
+        end_timestamp: i64,
+        unique_key: bool,
+    },
+    /// One stored message by its CommitLog offset (decoded from a broker message id).
+    ViewMessage {
+        commit_log_offset: i64,
+    },
     /// A client announcing its producer and consumer groups and subscriptions.
     Heartbeat(HeartbeatData),
     /// A client leaving a producer and/or consumer group.
@@ -60,16 +85,26 @@ pub enum Request {
         consumer_group: Option<String>,
     },
     /// Client ids of a consumer group's live members.
-    GetConsumerListByGroup { group: String },
+    GetConsumerListByGroup {
+        group: String,
+    },
 
     // ---- administration (broker) ----
     /// Create a topic, or change it if it exists.
     CreateTopic(TopicConfig),
-    DeleteTopicInBroker { topic: String },
+    DeleteTopicInBroker {
+        topic: String,
+    },
     GetAllTopicConfig,
+    /// One topic's settings on this broker.
+    GetTopicConfig {
+        topic: String,
+    },
     /// Create a subscription group, or change it if it exists.
     CreateSubscriptionGroup(SubscriptionGroupConfig),
-    GetTopicStats { topic: String },
+    GetTopicStats {
+        topic: String,
+    },
     /// A group's progress, on one topic or all of the group's topics.
     GetConsumeStats {
         group: String,
@@ -85,7 +120,9 @@ pub enum Request {
         broker_addr: String,
         broker_id: i64,
     },
-    GetRouteInfo { topic: String },
+    GetRouteInfo {
+        topic: String,
+    },
     GetBrokerClusterInfo,
     GetAllTopicList,
     DeleteTopicInNamesrv {
@@ -95,7 +132,9 @@ pub enum Request {
 
     // ---- broker to client ----
     /// The members of a consumer group changed: rebalance now.
-    NotifyConsumerIdsChanged { group: String },
+    NotifyConsumerIdsChanged {
+        group: String,
+    },
 }
 
 /// Which end of a timestamp range a search should land on.
@@ -279,6 +318,16 @@ pub enum Reply {
         topics: BTreeMap<String, TopicConfig>,
         data_version: DataVersion,
     },
+    TopicConfig(TopicConfig),
+    /// Messages found by a query, and how far the index had been built when it ran.
+    QueriedMessages {
+        /// Stored records, oldest first.
+        messages: Vec<Bytes>,
+        index_last_update_timestamp: i64,
+        index_last_update_phyoffset: i64,
+    },
+    /// One stored record.
+    Message(Bytes),
     TopicStats(TopicStatsTable),
     ConsumeStats(ConsumeStats),
     /// Named values, such as the broker's runtime information.

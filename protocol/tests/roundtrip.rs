@@ -406,6 +406,27 @@ fn request() -> impl Strategy<Value = Request> {
                 }
             ),
         queue_ref().prop_map(|queue| Request::GetEarliestMsgStoreTime { queue }),
+        (
+            text(),
+            text(),
+            any::<i32>(),
+            any::<i64>(),
+            any::<i64>(),
+            any::<bool>()
+        )
+            .prop_map(
+                |(topic, key, max_num, begin_timestamp, end_timestamp, unique_key)| {
+                    Request::QueryMessage {
+                        topic,
+                        key,
+                        max_num,
+                        begin_timestamp,
+                        end_timestamp,
+                        unique_key,
+                    }
+                }
+            ),
+        any::<i64>().prop_map(|commit_log_offset| Request::ViewMessage { commit_log_offset }),
         heartbeat().prop_map(Request::Heartbeat),
         (text(), option::of(some_text()), option::of(some_text())).prop_map(
             |(client_id, producer_group, consumer_group)| Request::UnregisterClient {
@@ -418,6 +439,7 @@ fn request() -> impl Strategy<Value = Request> {
         create_topic().prop_map(Request::CreateTopic),
         text().prop_map(|topic| Request::DeleteTopicInBroker { topic }),
         Just(Request::GetAllTopicConfig),
+        text().prop_map(|topic| Request::GetTopicConfig { topic }),
         group_config().prop_map(Request::CreateSubscriptionGroup),
         text().prop_map(|topic| Request::GetTopicStats { topic }),
         (text(), option::of(some_text()))
@@ -753,6 +775,35 @@ fn reply_for_request() -> impl Strategy<Value = (Request, Reply)> {
             }),
         btree_map(text(), text(), 0..4)
             .prop_map(|table| (Request::GetBrokerRuntimeInfo, Reply::KeyValues(table))),
+        topic_config().prop_map(|topic| (
+            Request::GetTopicConfig {
+                topic: topic.topic_name.clone()
+            },
+            Reply::TopicConfig(topic)
+        )),
+        (vec(record(), 0..4), any::<i64>(), any::<i64>()).prop_map(
+            |(messages, index_last_update_timestamp, index_last_update_phyoffset)| (
+                Request::QueryMessage {
+                    topic: "T".into(),
+                    key: "k".into(),
+                    max_num: 32,
+                    begin_timestamp: 0,
+                    end_timestamp: i64::MAX,
+                    unique_key: false,
+                },
+                Reply::QueriedMessages {
+                    messages,
+                    index_last_update_timestamp,
+                    index_last_update_phyoffset,
+                }
+            )
+        ),
+        record().prop_map(|record| (
+            Request::ViewMessage {
+                commit_log_offset: 0
+            },
+            Reply::Message(record)
+        )),
     ]
 }
 

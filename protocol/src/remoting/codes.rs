@@ -6,6 +6,7 @@ use skiff_model::command::ErrorKind;
 pub mod request {
     pub const SEND_MESSAGE: i32 = 10;
     pub const PULL_MESSAGE: i32 = 11;
+    pub const QUERY_MESSAGE: i32 = 12;
     pub const QUERY_CONSUMER_OFFSET: i32 = 14;
     pub const UPDATE_CONSUMER_OFFSET: i32 = 15;
     pub const UPDATE_AND_CREATE_TOPIC: i32 = 17;
@@ -15,6 +16,7 @@ pub mod request {
     pub const GET_MAX_OFFSET: i32 = 30;
     pub const GET_MIN_OFFSET: i32 = 31;
     pub const GET_EARLIEST_MSG_STORETIME: i32 = 32;
+    pub const VIEW_MESSAGE_BY_ID: i32 = 33;
     pub const HEART_BEAT: i32 = 34;
     pub const UNREGISTER_CLIENT: i32 = 35;
     pub const GET_CONSUMER_LIST_BY_GROUP: i32 = 38;
@@ -31,6 +33,7 @@ pub mod request {
     pub const DELETE_TOPIC_IN_NAMESRV: i32 = 216;
     pub const SEND_MESSAGE_V2: i32 = 310;
     pub const SEND_BATCH_MESSAGE: i32 = 320;
+    pub const GET_TOPIC_CONFIG: i32 = 351;
     pub const LITE_PULL_MESSAGE: i32 = 361;
 }
 

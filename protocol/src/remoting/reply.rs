@@ -120,6 +120,18 @@ pub fn encode_reply(request: &RemotingCommand, reply: Reply) -> RemotingCommand 
             cmd.body = Body::from(body::consume_stats_json(&stats).into_bytes())
         }
         Reply::KeyValues(table) => cmd.body = json_body(&KvTable { table }),
+        // `TopicConfigAndQueueMapping`: the topic's fields (a static topic would add mappingDetail).
+        Reply::TopicConfig(topic) => cmd.body = json_body(&topic),
+        Reply::QueriedMessages {
+            messages,
+            index_last_update_timestamp,
+            index_last_update_phyoffset,
+        } => {
+            cmd.set_ext("indexLastUpdateTimestamp", index_last_update_timestamp);
+            cmd.set_ext("indexLastUpdatePhyoffset", index_last_update_phyoffset);
+            cmd.body = Body::Chunks(messages);
+        }
+        Reply::Message(record) => cmd.body = Body::from(record),
     }
     cmd
 }
@@ -197,6 +209,13 @@ pub fn decode_reply(
                 .map_err(ReplyDecodeError::BadBody)?,
         ),
         Request::GetBrokerRuntimeInfo => Reply::KeyValues(parse_body::<KvTable>(response)?.table),
+        Request::GetTopicConfig { .. } => Reply::TopicConfig(parse_body(response)?),
+        Request::QueryMessage { .. } => Reply::QueriedMessages {
+            messages: split_records(response.body.to_bytes())?,
+            index_last_update_timestamp: num(response, "indexLastUpdateTimestamp")?,
+            index_last_update_phyoffset: num(response, "indexLastUpdatePhyoffset")?,
+        },
+        Request::ViewMessage { .. } => Reply::Message(required_body(response)?),
         Request::UpdateConsumerOffset { .. }
         | Request::Heartbeat(_)
         | Request::UnregisterClient { .. }

@@ -23,6 +23,9 @@ mod pull_flag {
     pub const LITE_PULL: i32 = 0x10;
 }
 
+/// The extField that marks a QUERY_MESSAGE by unique key (`MixAll.UNIQUE_MSG_QUERY_FLAG`).
+const UNIQUE_KEY_QUERY: &str = "_UNIQUE_KEY_QUERY";
+
 /// Header field names of a send: `SendMessageRequestHeader` (code 10) or the one-letter names of
 /// `SendMessageRequestHeaderV2` (codes 310 and 320).
 struct SendNames {
@@ -110,6 +113,17 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
         code::GET_MAX_OFFSET => Request::GetMaxOffset { queue: queue(&f)? },
         code::GET_MIN_OFFSET => Request::GetMinOffset { queue: queue(&f)? },
         code::GET_EARLIEST_MSG_STORETIME => Request::GetEarliestMsgStoreTime { queue: queue(&f)? },
+        code::QUERY_MESSAGE => Request::QueryMessage {
+            topic: f.string("topic")?,
+            key: f.string("key")?,
+            max_num: f.num("maxNum")?,
+            begin_timestamp: f.num("beginTimestamp")?,
+            end_timestamp: f.num("endTimestamp")?,
+            unique_key: f.opt_bool(UNIQUE_KEY_QUERY) == Some(true),
+        },
+        code::VIEW_MESSAGE_BY_ID => Request::ViewMessage {
+            commit_log_offset: f.num("offset")?,
+        },
         code::HEART_BEAT => Request::Heartbeat(json_body::<HeartbeatData>(cmd)?),
         code::UNREGISTER_CLIENT => Request::UnregisterClient {
             client_id: f.string("clientID")?,
@@ -124,6 +138,9 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
             topic: f.string("topic")?,
         },
         code::GET_ALL_TOPIC_CONFIG => Request::GetAllTopicConfig,
+        code::GET_TOPIC_CONFIG => Request::GetTopicConfig {
+            topic: f.string("topic")?,
+        },
         code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
             Request::CreateSubscriptionGroup(json_body::<SubscriptionGroupConfig>(cmd)?)
         }
@@ -463,8 +480,27 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
         }
         Request::DeleteTopicInBroker { topic }
         | Request::GetTopicStats { topic }
+        | Request::GetTopicConfig { topic }
         | Request::GetRouteInfo { topic } => {
             out.put("topic", topic);
+        }
+        Request::QueryMessage {
+            topic,
+            key,
+            max_num,
+            begin_timestamp,
+            end_timestamp,
+            unique_key,
+        } => {
+            out.put("topic", topic)
+                .put("key", key)
+                .put("maxNum", max_num)
+                .put("beginTimestamp", begin_timestamp)
+                .put("endTimestamp", end_timestamp)
+                .put(UNIQUE_KEY_QUERY, unique_key);
+        }
+        Request::ViewMessage { commit_log_offset } => {
+            out.put("offset", commit_log_offset);
         }
         Request::CreateSubscriptionGroup(group) => {
             cmd.body = Body::from(body::to_json(group).into_bytes())
@@ -535,12 +571,15 @@ pub fn request_code(request: &Request) -> i32 {
         Request::GetMinOffset { .. } => code::GET_MIN_OFFSET,
         Request::SearchOffsetByTimestamp { .. } => code::SEARCH_OFFSET_BY_TIMESTAMP,
         Request::GetEarliestMsgStoreTime { .. } => code::GET_EARLIEST_MSG_STORETIME,
+        Request::QueryMessage { .. } => code::QUERY_MESSAGE,
+        Request::ViewMessage { .. } => code::VIEW_MESSAGE_BY_ID,
         Request::Heartbeat(_) => code::HEART_BEAT,
         Request::UnregisterClient { .. } => code::UNREGISTER_CLIENT,
         Request::GetConsumerListByGroup { .. } => code::GET_CONSUMER_LIST_BY_GROUP,
         Request::CreateTopic(_) => code::UPDATE_AND_CREATE_TOPIC,
         Request::DeleteTopicInBroker { .. } => code::DELETE_TOPIC_IN_BROKER,
         Request::GetAllTopicConfig => code::GET_ALL_TOPIC_CONFIG,
+        Request::GetTopicConfig { .. } => code::GET_TOPIC_CONFIG,
         Request::CreateSubscriptionGroup(_) => code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
         Request::GetTopicStats { .. } => code::GET_TOPIC_STATS_INFO,
         Request::GetConsumeStats { .. } => code::GET_CONSUME_STATS,

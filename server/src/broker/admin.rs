@@ -19,7 +19,7 @@ use super::BrokerState;
 /// The RocketMQ version Skiff answers as (`MQVersion.getVersionDesc`).
 const VERSION_DESC: &str = "V5_3_3";
 
-pub(super) fn create_topic(state: &BrokerState, config: TopicConfig) -> Reply {
+pub(super) fn create_topic(state: &BrokerState, mut config: TopicConfig) -> Reply {
     if let Err(remark) = topic::validate_topic(&config.topic_name) {
         return Reply::error(ErrorKind::InvalidParameter, remark);
     }
@@ -32,11 +32,32 @@ pub(super) fn create_topic(state: &BrokerState, config: TopicConfig) -> Reply {
             ),
         );
     }
-    if state.topics.get(&config.topic_name).as_ref() != Some(&config) {
+    let existing = state.topics.get(&config.topic_name);
+    config.attributes =
+        apply_attribute_changes(existing.as_ref().map(|t| &t.attributes), &config.attributes);
+    if existing.as_ref() != Some(&config) {
         info!(topic = %config.topic_name, queues = config.write_queue_nums, perm = config.perm, "topic created or updated");
         state.topics.upsert(config);
     }
     Reply::Success
+}
+
+/// Topic attributes arrive as changes (`AttributeParser`): `+key` sets a value, `-key` removes
+/// one; a bare key (from a config file) sets it too.
+fn apply_attribute_changes(
+    current: Option<&BTreeMap<String, String>>,
+    changes: &BTreeMap<String, String>,
+) -> BTreeMap<String, String> {
+    let mut attributes = current.cloned().unwrap_or_default();
+    for (key, value) in changes {
+        if let Some(removed) = key.strip_prefix('-') {
+            attributes.remove(removed);
+        } else {
+            let key = key.strip_prefix('+').unwrap_or(key);
+            attributes.insert(key.to_string(), value.clone());
+        }
+    }
+    attributes
 }
 
 pub(super) fn delete_topic(state: &BrokerState, name: &str) -> Reply {

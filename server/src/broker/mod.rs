@@ -114,6 +114,24 @@ impl Service for BrokerState {
             Request::GetEarliestMsgStoreTime { queue } => {
                 Handled::Now(queries::earliest_store_time(&self, &queue))
             }
+            Request::QueryMessage {
+                topic,
+                key,
+                max_num,
+                begin_timestamp,
+                end_timestamp,
+                unique_key,
+            } => Handled::Now(queries::query_message(
+                &self,
+                &topic,
+                &key,
+                max_num,
+                (begin_timestamp, end_timestamp),
+                unique_key,
+            )),
+            Request::ViewMessage { commit_log_offset } => {
+                Handled::Now(queries::view_message(&self, commit_log_offset))
+            }
             Request::CreateTopic(topic) => Handled::Now(admin::create_topic(&self, topic)),
             Request::DeleteTopicInBroker { topic } => {
                 Handled::Now(admin::delete_topic(&self, &topic))
@@ -125,6 +143,13 @@ impl Service for BrokerState {
                     data_version,
                 })
             }
+            Request::GetTopicConfig { topic } => Handled::Now(match self.topics.get(&topic) {
+                Some(config) => Reply::TopicConfig(config),
+                None => Reply::error(
+                    ErrorKind::TopicNotExist,
+                    format!("No topic in this broker. topic: {topic}"),
+                ),
+            }),
             Request::CreateSubscriptionGroup(group) => {
                 Handled::Now(admin::create_subscription_group(&self, group))
             }
@@ -161,12 +186,15 @@ pub fn request_name(request: &Request) -> &'static str {
         Request::GetMinOffset { .. } => "GET_MIN_OFFSET",
         Request::SearchOffsetByTimestamp { .. } => "SEARCH_OFFSET_BY_TIMESTAMP",
         Request::GetEarliestMsgStoreTime { .. } => "GET_EARLIEST_MSG_STORETIME",
+        Request::QueryMessage { .. } => "QUERY_MESSAGE",
+        Request::ViewMessage { .. } => "VIEW_MESSAGE_BY_ID",
         Request::Heartbeat(_) => "HEART_BEAT",
         Request::UnregisterClient { .. } => "UNREGISTER_CLIENT",
         Request::GetConsumerListByGroup { .. } => "GET_CONSUMER_LIST_BY_GROUP",
         Request::CreateTopic(_) => "UPDATE_AND_CREATE_TOPIC",
         Request::DeleteTopicInBroker { .. } => "DELETE_TOPIC_IN_BROKER",
         Request::GetAllTopicConfig => "GET_ALL_TOPIC_CONFIG",
+        Request::GetTopicConfig { .. } => "GET_TOPIC_CONFIG",
         Request::CreateSubscriptionGroup(_) => "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
         Request::GetTopicStats { .. } => "GET_TOPIC_STATS_INFO",
         Request::GetConsumeStats { .. } => "GET_CONSUME_STATS",

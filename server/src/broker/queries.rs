@@ -41,3 +41,52 @@ pub(super) fn earliest_store_time(state: &BrokerState, queue: &QueueRef) -> Repl
             .unwrap_or(-1),
     )
 }
+
+/// Most messages a unique-key query returns (`defaultQueryMaxNum`).
+const DEFAULT_QUERY_MAX_NUM: i32 = 32;
+
+/// QUERY_MESSAGE (`QueryMessageProcessor.queryMessage`): by message key or, for
+/// `queryMsgByUniqueKey`, by the client's unique id; both live in the IndexFile as `topic#key`.
+pub(super) fn query_message(
+    state: &BrokerState,
+    topic: &str,
+    key: &str,
+    max_num: i32,
+    (begin_timestamp, end_timestamp): (i64, i64),
+    unique_key: bool,
+) -> Reply {
+    let max_num = if unique_key {
+        DEFAULT_QUERY_MAX_NUM
+    } else {
+        max_num
+    };
+    let found = state.store.query_messages(
+        topic,
+        key,
+        max_num.max(0) as usize,
+        begin_timestamp,
+        end_timestamp,
+    );
+    if found.messages.is_empty() {
+        return Reply::error(
+            ErrorKind::QueryNotFound,
+            "can not find message, maybe time range not correct",
+        );
+    }
+    Reply::QueriedMessages {
+        messages: found.messages,
+        index_last_update_timestamp: found.index_last_update_timestamp,
+        index_last_update_phyoffset: found.index_last_update_phyoffset,
+    }
+}
+
+/// VIEW_MESSAGE_BY_ID: the record at a CommitLog offset.
+pub(super) fn view_message(state: &BrokerState, commit_log_offset: i64) -> Reply {
+    match state.store.read_message(commit_log_offset) {
+        Some(record) => Reply::Message(record),
+        None => Reply::error(
+            ErrorKind::SystemError,
+            format!("can not find message by the offset, {commit_log_offset}"),
+        ),
+    }
+}
