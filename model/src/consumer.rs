@@ -87,7 +87,12 @@ impl SubscriptionData {
     /// Builds a subscription from an expression as `FilterAPI.buildSubscriptionData` does: empty
     /// or `*` means everything; otherwise `TagA || TagB` lists tags, kept with their hash codes.
     /// Non-TAG expressions (SQL92) are kept verbatim.
-    pub fn from_expression(topic: &str, expression_type: &str, expression: &str, version: i64) -> Self {
+    pub fn from_expression(
+        topic: &str,
+        expression_type: &str,
+        expression: &str,
+        version: i64,
+    ) -> Self {
         let mut data = SubscriptionData {
             topic: topic.to_string(),
             sub_version: version,
@@ -107,7 +112,11 @@ impl SubscriptionData {
             return data;
         }
         data.sub_string = expression.to_string();
-        for tag in expression.split("||").map(str::trim).filter(|t| !t.is_empty()) {
+        for tag in expression
+            .split("||")
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
             data.code_set.insert(crate::java_string_hash(tag));
             data.tags_set.insert(tag.to_string());
         }
@@ -268,7 +277,10 @@ mod tests {
         let json = r#"{"clientID":"10.0.0.9@12345#987654321","consumerDataSet":[{"consumeFromWhere":"CONSUME_FROM_LAST_OFFSET","consumeType":"CONSUME_PASSIVELY","groupName":"g1","messageModel":"CLUSTERING","subscriptionDataSet":[{"classFilterMode":false,"codeSet":[],"expressionType":"TAG","subString":"*","subVersion":1700000000000,"tagsSet":[],"topic":"T"}],"unitMode":false}],"heartbeatFingerprint":0,"producerDataSet":[{"groupName":"p1"}],"withoutSub":false}"#;
         let hb: HeartbeatData = serde_json::from_str(json).unwrap();
         assert_eq!(hb.client_id, "10.0.0.9@12345#987654321");
-        assert_eq!(hb.consumer_data_set[0].message_model, MessageModel::Clustering);
+        assert_eq!(
+            hb.consumer_data_set[0].message_model,
+            MessageModel::Clustering
+        );
         assert_eq!(hb.consumer_data_set[0].subscription_data_set[0].topic, "T");
         assert_eq!(hb.producer_data_set[0].group_name, "p1");
     }

@@ -109,7 +109,10 @@ impl Properties {
 
     /// Byte length of [`Properties::encode`] without building it.
     pub fn encoded_len(&self) -> usize {
-        self.entries.iter().map(|(n, v)| n.len() + v.len() + 2).sum()
+        self.entries
+            .iter()
+            .map(|(n, v)| n.len() + v.len() + 2)
+            .sum()
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -212,7 +215,8 @@ mod tests {
 
     #[test]
     fn decodes_java_output() {
-        let text = "KEYS\u{1}k1 k2\u{2}TAGS\u{1}TagA\u{2}UNIQ_KEY\u{1}7F0000010001\u{2}WAIT\u{1}true\u{2}";
+        let text =
+            "KEYS\u{1}k1 k2\u{2}TAGS\u{1}TagA\u{2}UNIQ_KEY\u{1}7F0000010001\u{2}WAIT\u{1}true\u{2}";
         let props = Properties::decode(text);
         assert_eq!(props.tags(), Some("TagA"));
         assert_eq!(props.keys().collect::<Vec<_>>(), vec!["k1", "k2"]);
@@ -223,7 +227,8 @@ mod tests {
     #[test]
     fn skips_what_java_skips() {
         // too short, empty value, empty name, and no separator at all
-        let props = Properties::decode("a\u{1}\u{2}k\u{1}\u{2}\u{1}vv\u{2}novalue\u{2}ok\u{1}1\u{2}");
+        let props =
+            Properties::decode("a\u{1}\u{2}k\u{1}\u{2}\u{1}vv\u{2}novalue\u{2}ok\u{1}1\u{2}");
         assert_eq!(props.iter().collect::<Vec<_>>(), vec![("ok", "1")]);
     }
 

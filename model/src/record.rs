@@ -135,7 +135,14 @@ impl RecordFields<'_> {
     /// Total encoded size of the record (TOTALSIZE).
     pub fn encoded_len(&self) -> usize {
         let topic_len_width = if self.is_v2() { 2 } else { 1 };
-        4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8
+        4 + 4
+            + 4
+            + 4
+            + 4
+            + 8
+            + 8
+            + 4
+            + 8
             + host_len(&self.born_host)
             + 8
             + host_len(&self.store_host)
@@ -299,7 +306,9 @@ impl<'a> Record<'a> {
         buf.advance(topic_len);
         let props_len = buf.get_i16();
         if props_len < 0 || buf.remaining() != props_len as usize {
-            return Err(size_mismatch(total - buf.remaining() + props_len.max(0) as usize));
+            return Err(size_mismatch(
+                total - buf.remaining() + props_len.max(0) as usize,
+            ));
         }
         let properties = buf;
         if check_crc {
@@ -458,7 +467,10 @@ mod tests {
         let mut out = Vec::new();
         fields.encode(&mut out).unwrap();
         let record = Record::decode(&out, true).unwrap();
-        assert_eq!(record.sys_flag & sys_flag::BORNHOST_V6, sys_flag::BORNHOST_V6);
+        assert_eq!(
+            record.sys_flag & sys_flag::BORNHOST_V6,
+            sys_flag::BORNHOST_V6
+        );
         assert_eq!(record.born_host, fields.born_host);
         assert_eq!(record.store_host, fields.store_host);
     }
