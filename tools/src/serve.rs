@@ -12,7 +12,8 @@ use skiff_server::namesrv::NameServer;
 use tracing::{info, warn};
 
 use crate::cli::{BrokerArgs, NamesrvArgs, StandaloneArgs};
-use crate::{settings, signals};
+use crate::settings;
+use crate::signals::StopSignals;
 
 /// How long the broker may take to unregister, answer held pulls and flush.
 const BROKER_STOP: Duration = Duration::from_secs(8);
@@ -22,6 +23,7 @@ const NAMESRV_STOP: Duration = Duration::from_secs(2);
 #[derive(Debug)]
 pub enum Failure {
     Config(ConfigError),
+    Signals(std::io::Error),
     Start(String),
     Stop(String),
 }
@@ -30,7 +32,7 @@ impl Failure {
     pub fn exit_code(&self) -> u8 {
         match self {
             Failure::Config(_) => 2,
-            Failure::Start(_) | Failure::Stop(_) => 1,
+            Failure::Signals(_) | Failure::Start(_) | Failure::Stop(_) => 1,
         }
     }
 }
@@ -39,6 +41,7 @@ impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Failure::Config(err) => write!(f, "{err}"),
+            Failure::Signals(err) => write!(f, "cannot watch for Ctrl-C and SIGTERM: {err}"),
             Failure::Start(msg) | Failure::Stop(msg) => f.write_str(msg),
         }
     }
@@ -52,6 +55,7 @@ impl From<ConfigError> for Failure {
 
 pub async fn standalone(args: StandaloneArgs) -> Result<(), Failure> {
     let (namesrv_config, mut broker_config) = settings::standalone(&args)?;
+    let signals = StopSignals::install().map_err(Failure::Signals)?;
     let namesrv_bind = SocketAddr::new(namesrv_config.bind_address, namesrv_config.listen_port);
     let namesrv = NameServer::start(namesrv_config)
         .await
@@ -78,11 +82,12 @@ pub async fn standalone(args: StandaloneArgs) -> Result<(), Failure> {
     print_broker(&broker_config, broker.local_addr());
     println!("Point RocketMQ clients at the name server: namesrvAddr={namesrv_addr}");
     println!("Stop with Ctrl-C or SIGTERM.");
-    wait_and_stop(Some(broker), Some(namesrv)).await
+    wait_and_stop(signals, Some(broker), Some(namesrv)).await
 }
 
 pub async fn namesrv(args: NamesrvArgs) -> Result<(), Failure> {
     let config = settings::namesrv(&args)?;
+    let signals = StopSignals::install().map_err(Failure::Signals)?;
     let bind = SocketAddr::new(config.bind_address, config.listen_port);
     let namesrv = NameServer::start(config)
         .await
@@ -90,11 +95,12 @@ pub async fn namesrv(args: NamesrvArgs) -> Result<(), Failure> {
     println!("Skiff {} name server is ready.", env!("CARGO_PKG_VERSION"));
     println!("  name server  {}", namesrv.local_addr());
     println!("Stop with Ctrl-C or SIGTERM.");
-    wait_and_stop(None, Some(namesrv)).await
+    wait_and_stop(signals, None, Some(namesrv)).await
 }
 
 pub async fn broker(args: BrokerArgs) -> Result<(), Failure> {
     let config = settings::broker(&args)?;
+    let signals = StopSignals::install().map_err(Failure::Signals)?;
     let broker = Broker::start(config.clone())
         .await
         .map_err(|e| start_failure(e, "broker", bind_addr(&config), "--set listenPort=PORT"))?;
@@ -105,7 +111,7 @@ pub async fn broker(args: BrokerArgs) -> Result<(), Failure> {
         None => println!("  name servers none: clients cannot find this broker (set namesrvAddr)"),
     }
     println!("Stop with Ctrl-C or SIGTERM.");
-    wait_and_stop(Some(broker), None).await
+    wait_and_stop(signals, Some(broker), None).await
 }
 
 fn print_broker(config: &BrokerConfig, bound: SocketAddr) {
@@ -168,8 +174,12 @@ fn start_failure(err: anyhow::Error, what: &str, addr: SocketAddr, flag: &str) -
     })
 }
 
-async fn wait_and_stop(broker: Option<Broker>, namesrv: Option<NameServer>) -> Result<(), Failure> {
-    let signal = signals::stop_requested().await;
+async fn wait_and_stop(
+    mut signals: StopSignals,
+    broker: Option<Broker>,
+    namesrv: Option<NameServer>,
+) -> Result<(), Failure> {
+    let signal = signals.next().await;
     info!("{signal} received: stopping (again to stop at once)");
     let in_order = async {
         if let Some(broker) = broker {
@@ -188,7 +198,7 @@ async fn wait_and_stop(broker: Option<Broker>, namesrv: Option<NameServer>) -> R
         stopped = in_order => stopped.map_err(|(what, limit)| {
             Failure::Stop(format!("the {what} did not stop within {} s", limit.as_secs()))
         }),
-        signal = signals::stop_requested() => Err(Failure::Stop(format!(
+        signal = signals.next() => Err(Failure::Stop(format!(
             "{signal} received again: stopped without waiting for a clean shutdown"
         ))),
     }?;

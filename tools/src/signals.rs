@@ -1,31 +1,49 @@
-//! Waiting for the signals that ask the process to stop: Ctrl-C (SIGINT) and SIGTERM.
+//! The signals that ask the process to stop: Ctrl-C (SIGINT) and SIGTERM. They are caught from
+//! [`StopSignals::install`] on, so one that arrives while the servers start is not lost: it stops
+//! them, cleanly, as soon as they are up.
 
-/// Returns the name of the first stop signal received.
-pub async fn stop_requested() -> &'static str {
+use std::io;
+
+pub struct StopSignals {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match signal(SignalKind::terminate()) {
-            Ok(mut terminate) => tokio::select! {
-                name = ctrl_c() => name,
-                _ = terminate.recv() => "SIGTERM",
-            },
-            Err(err) => {
-                tracing::warn!("cannot watch for SIGTERM ({err}); stop with Ctrl-C");
-                ctrl_c().await
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        ctrl_c().await
-    }
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
 }
 
-async fn ctrl_c() -> &'static str {
-    match tokio::signal::ctrl_c().await {
-        Ok(()) => "Ctrl-C",
-        // Without signal handling the process can still be killed; never return early.
-        Err(_) => std::future::pending().await,
+impl StopSignals {
+    /// Replaces the default handlers (which end the process at once). Needs a Tokio runtime.
+    pub fn install() -> io::Result<StopSignals> {
+        #[cfg(unix)]
+        {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok(StopSignals {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
+        }
+        #[cfg(not(unix))]
+        {
+            Ok(StopSignals {})
+        }
+    }
+
+    /// Waits for the next stop signal and returns its name.
+    pub async fn next(&mut self) -> &'static str {
+        #[cfg(unix)]
+        {
+            tokio::select! {
+                _ = self.interrupt.recv() => "Ctrl-C",
+                _ = self.terminate.recv() => "SIGTERM",
+            }
+        }
+        #[cfg(not(unix))]
+        {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => "Ctrl-C",
+                // Without signal handling the process can still be killed; never return early.
+                Err(_) => std::future::pending().await,
+            }
+        }
     }
 }
