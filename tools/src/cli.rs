@@ -20,6 +20,8 @@ Examples:
   Run a deployment from Apache RocketMQ's config files:
     skiff namesrv
     skiff broker -c conf/broker.conf --set namesrvAddr=10.0.0.5:9876
+  Measure it (16 producers, 1 KiB messages, 60 s) and check every message comes back:
+    skiff bench --duration 60s
 
 Logging goes to stderr; set RUST_LOG (for example RUST_LOG=debug or RUST_LOG=skiff_server=debug) \
 to change what is logged. Exit status: 0 after a clean stop (Ctrl-C or SIGTERM), 2 for a bad \
@@ -50,6 +52,8 @@ pub enum Command {
     Namesrv(NamesrvArgs),
     /// Run a broker from a config file.
     Broker(BrokerArgs),
+    /// Load a broker with producers and/or consumers and report throughput and latency.
+    Bench(crate::bench::BenchArgs),
 }
 
 #[derive(Debug, Args)]

@@ -2,6 +2,7 @@
 //! It parses the command line and wires the servers of `skiff-server` together; it owns no
 //! protocol or storage logic.
 
+mod bench;
 mod cli;
 mod logging;
 mod serve;
@@ -30,15 +31,16 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         match cli.command {
-            Command::Standalone(args) => serve::standalone(args).await,
-            Command::Namesrv(args) => serve::namesrv(args).await,
-            Command::Broker(args) => serve::broker(args).await,
+            Command::Standalone(args) => serve::standalone(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Namesrv(args) => serve::namesrv(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Broker(args) => serve::broker(args).await.map(|()| ExitCode::SUCCESS),
+            Command::Bench(args) => Ok(bench::run(args).await),
         }
     });
     // Blocking work still running (a stuck flush after a timed-out stop) must not hold the exit.
     runtime.shutdown_timeout(Duration::from_secs(1));
     match result {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(code) => code,
         Err(failure) => {
             eprintln!("skiff: {failure}");
             ExitCode::from(failure.exit_code())

@@ -1,0 +1,148 @@
+//! Producers: lanes that each keep one SEND_MESSAGE_V2 in flight, spreading messages over the
+//! topic's writable queues round robin. A synchronous producer is one lane; an asynchronous one
+//! is `--inflight` lanes.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use skiff_model::command::{AutoCreateTopic, Reply, Request, SendRequest};
+use skiff_model::message::{keys, Message, Properties};
+use skiff_model::topic::AUTO_CREATE_TOPIC_KEY;
+use tokio::task::JoinSet;
+
+use super::ids::{self, Ledger};
+use super::pool::Pool;
+use super::route::Target;
+use super::stats::Stats;
+use super::Stop;
+
+/// Producer group named in every send (brokers do not check it).
+const PRODUCER_GROUP: &str = "skiff_bench_producer";
+/// Pause after a failed send, so a broker in trouble is not hammered.
+const ERROR_PAUSE: Duration = Duration::from_millis(100);
+/// How many failures are described on stderr; the rest are only counted.
+const ERRORS_SHOWN: u64 = 5;
+
+/// What every lane shares.
+pub struct Producing {
+    pub pool: Arc<Pool>,
+    pub targets: Vec<Target>,
+    pub stats: Arc<Stats>,
+    pub stop: Stop,
+    pub run_id: u64,
+    pub body: Bytes,
+    pub tags: bool,
+    pub keys: bool,
+    /// Total messages to send, warm-up included.
+    pub limit: Option<u64>,
+    pub timeout: Duration,
+    /// Keep every sequence number for the consumed == produced check.
+    pub track: bool,
+    pub next_seq: AtomicU64,
+    /// Sends acknowledged so far, warm-up included.
+    pub acked: AtomicU64,
+    pub errors_shown: AtomicU64,
+}
+
+/// Starts `lanes` lanes; the task ends when all have stopped, with what they sent.
+pub fn start(ctx: Arc<Producing>, lanes: usize) -> tokio::task::JoinHandle<Ledger> {
+    tokio::spawn(async move {
+        let mut set = JoinSet::new();
+        for lane in 0..lanes {
+            set.spawn(run_lane(ctx.clone(), lane));
+        }
+        let mut ledger = Ledger::default();
+        while let Some(done) = set.join_next().await {
+            if let Ok((acked, failed)) = done {
+                ledger.acked.extend(acked);
+                ledger.failed.extend(failed);
+            }
+        }
+        ledger
+    })
+}
+
+async fn run_lane(ctx: Arc<Producing>, lane: usize) -> (Vec<u64>, Vec<u64>) {
+    let (mut acked, mut failed) = (Vec::new(), Vec::new());
+    while !ctx.stop.is_set() {
+        let seq = ctx.next_seq.fetch_add(1, Ordering::Relaxed);
+        if ctx.limit.is_some_and(|limit| seq >= limit) {
+            break;
+        }
+        let target = &ctx.targets[(seq % ctx.targets.len() as u64) as usize];
+        let request = ctx.message(seq, target);
+        let started = Instant::now();
+        let outcome = match ctx.pool.client(&target.broker, lane).await {
+            Ok(client) => client
+                .invoke(&request, ctx.timeout)
+                .await
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match outcome {
+            Ok(Reply::Sent(_)) => {
+                ctx.stats.record_latency(started.elapsed());
+                ctx.acked.fetch_add(1, Ordering::Relaxed);
+                if ctx.track {
+                    acked.push(seq);
+                }
+            }
+            other => {
+                ctx.stats.record_error();
+                if ctx.track {
+                    failed.push(seq);
+                }
+                if ctx.errors_shown.fetch_add(1, Ordering::Relaxed) < ERRORS_SHOWN {
+                    let why = match other {
+                        Ok(reply) => format!("{reply:?}"),
+                        Err(e) => e,
+                    };
+                    tracing::warn!("send to {} failed: {why}", target.broker);
+                }
+                tokio::time::sleep(ERROR_PAUSE).await;
+            }
+        }
+    }
+    (acked, failed)
+}
+
+impl Producing {
+    /// Message `seq`, as the Java client would send it (unique id, WAIT=true).
+    fn message(&self, seq: u64, target: &Target) -> Request {
+        let mut properties = Properties::new();
+        if self.tags {
+            properties.insert(keys::TAGS, format!("tag{}", seq % 4));
+        }
+        if self.keys {
+            properties.insert(keys::KEYS, seq.to_string());
+        }
+        properties.insert(
+            keys::UNIQ_CLIENT_MESSAGE_ID_KEYIDX,
+            ids::uniq_key(self.run_id, seq),
+        );
+        properties.insert(keys::WAIT_STORE_MSG_OK, "true");
+        let born_timestamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        Request::Send(SendRequest {
+            producer_group: PRODUCER_GROUP.to_string(),
+            topic: target.queue.topic.clone(),
+            queue_id: target.queue.queue_id,
+            born_timestamp,
+            // The Java client always names the template topic; brokers need it only for topics
+            // they do not have.
+            auto_create: Some(AutoCreateTopic {
+                template_topic: AUTO_CREATE_TOPIC_KEY.to_string(),
+                queue_nums: 4,
+            }),
+            messages: vec![Message {
+                flag: 0,
+                body: self.body.clone(),
+                properties,
+            }],
+            ..SendRequest::default()
+        })
+    }
+}
