@@ -3,7 +3,8 @@
 //! This crate owns what happens between a decoded request and a reply: the name server's route
 //! tables and broker liveness ([`namesrv`]), and the broker ([`broker`]) — send, pull with long
 //! polling, consumer offsets, heartbeats and consumer groups, topic and subscription-group config
-//! persisted under `config/`, administration, and registration with name servers. [`net`] serves
+//! persisted under `config/`, administration, and registration with name servers. [`config`] reads
+//! broker and name server settings (TOML or Java `broker.conf`, with Java's key names). [`net`] serves
 //! connections (framing through the codec, concurrent handling, replies and server-initiated
 //! requests), and [`remoting_client`] is the small client the broker and the tools use to talk to
 //! other nodes.
