@@ -94,11 +94,14 @@ impl Shared {
         self.consume_queue_error.store(true, Ordering::Release);
     }
 
-    fn notify_arrivals(&self, arrivals: &[(Arc<crate::consume_queue::ConsumeQueue>, i64)]) {
+    /// Tells the listener that `queue` now ends at `max_offset` (after the put lock).
+    pub(crate) fn notify_arrival(
+        &self,
+        queue: &crate::consume_queue::ConsumeQueue,
+        max_offset: i64,
+    ) {
         if let Some(listener) = self.listener.load().as_ref() {
-            for (queue, max_offset) in arrivals {
-                listener(queue.topic(), queue.queue_id(), *max_offset);
-            }
+            listener(queue.topic(), queue.queue_id(), max_offset);
         }
     }
 }
@@ -245,7 +248,6 @@ impl MessageStore {
                 return Err(e);
             }
         };
-        shared.notify_arrivals(&appended.arrivals);
         let status = match shared.config.flush_disk_type {
             FlushDiskType::SyncFlush if put::wants_flush_wait(&messages) => {
                 self.wait_for_flush(appended.end_offset).await
@@ -255,7 +257,13 @@ impl MessageStore {
                 PutStatus::Ok
             }
             FlushDiskType::AsyncFlush => {
-                shared.flush_waker.wake();
+                // The thread flushes only once `least_pages` are dirty: wake it no sooner (Java
+                // wakes it on every put, a futex wake that costs more than the append).
+                let dirty = appended.end_offset - shared.commit_log.flushed_where();
+                let least = i64::from(shared.config.flush_commit_log_least_pages.max(1));
+                if dirty >= least * crate::mapped_file::OS_PAGE_SIZE as i64 {
+                    shared.flush_waker.wake();
+                }
                 PutStatus::Ok
             }
         };

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use skiff_model::record::{offset_msg_id, RecordFields, MAX_PROPERTIES_LEN, QUEUE_OFFSET_POS};
 
 use crate::commit_log::{PendingRecord, END_FILE_MIN_BLANK_LENGTH};
-use crate::consume_queue::{ConsumeQueue, CqEntry, ENTRY_SIZE};
+use crate::consume_queue::{ConsumeQueue, CqEntry};
 use crate::dispatch::{has_queue_entry, property, tags_code, SCHEDULE_TOPIC};
 use crate::error::PutError;
 use crate::message_store::Shared;
@@ -58,13 +58,11 @@ pub struct PutResult {
     pub messages: Vec<AppendedMessage>,
 }
 
-/// What an append did, for the caller to finish (notify, wait for flush).
+/// What an append did, for the caller to finish (wait for flush).
 pub(crate) struct Appended {
     pub messages: Vec<AppendedMessage>,
     /// End of the last record written.
     pub end_offset: i64,
-    /// Queues that got entries, with their new max offset.
-    pub arrivals: Vec<(Arc<ConsumeQueue>, i64)>,
 }
 
 #[derive(Default)]
@@ -75,6 +73,9 @@ struct Scratch {
     tags: Vec<Option<i64>>,
     queue_offsets: Vec<i64>,
     physical_offsets: Vec<i64>,
+    groups: Vec<Group>,
+    /// Encoded ConsumeQueue entries, group after group.
+    entries: Vec<u8>,
 }
 
 thread_local! {
@@ -84,18 +85,25 @@ thread_local! {
 /// Buffers larger than this are not kept between puts.
 const MAX_KEPT_BUFFER: usize = 8 * 1024 * 1024;
 
-/// The queue a run of the batch goes to.
+/// A queue the batch goes to.
 struct Group {
     queue: Arc<ConsumeQueue>,
     first_offset: i64,
     count: usize,
-    entries: Vec<u8>,
+}
+
+impl Group {
+    fn holds(&self, message: &MessageToStore) -> bool {
+        self.queue.queue_id() == message.queue_id && self.queue.topic() == message.topic
+    }
 }
 
 pub(crate) fn append(shared: &Shared, messages: &[MessageToStore]) -> Result<Appended, PutError> {
     SCRATCH.with(|scratch| {
         let mut scratch = scratch.borrow_mut();
         let result = append_with(shared, messages, &mut scratch);
+        // Keep no queue alive from here, and no huge buffer.
+        scratch.groups.clear();
         if scratch.buf.capacity() > MAX_KEPT_BUFFER {
             scratch.buf = Vec::new();
         }
@@ -115,21 +123,21 @@ fn append_with(
         tags,
         queue_offsets,
         physical_offsets,
+        groups,
+        entries,
     } = scratch;
 
     let guard = shared.commit_log.lock();
     shared.check_writable()?;
     let store_timestamp = shared.env.clock.now_ms();
-    let mut groups: Vec<Group> = Vec::with_capacity(1);
+    groups.clear();
     queue_offsets.clear();
     for (message, record) in messages.iter().zip(records.iter()) {
         if !has_queue_entry(message.sys_flag) {
             queue_offsets.push(0);
             continue;
         }
-        let group = match groups.iter().position(|g| {
-            g.queue.queue_id() == message.queue_id && g.queue.topic() == message.topic
-        }) {
+        let group = match groups.iter().position(|g| g.holds(message)) {
             Some(index) => &mut groups[index],
             None => {
                 let queue = shared
@@ -140,7 +148,6 @@ fn append_with(
                     queue,
                     first_offset,
                     count: 0,
-                    entries: Vec::new(),
                 });
                 groups.last_mut().expect("just pushed")
             }
@@ -151,64 +158,56 @@ fn append_with(
         let at = record.start + QUEUE_OFFSET_POS;
         buf[at..at + 8].copy_from_slice(&queue_offset.to_be_bytes());
     }
-    for group in &groups {
+    for group in groups.iter() {
         group.queue.prepare(group.first_offset, group.count)?;
     }
     shared
         .commit_log
         .append(&guard, buf, records, store_timestamp, physical_offsets)?;
 
-    // ConsumeQueue entries, one append per queue.
-    for group in &mut groups {
-        group.entries.reserve(group.count * ENTRY_SIZE);
-    }
-    for (i, message) in messages.iter().enumerate() {
-        if !has_queue_entry(message.sys_flag) {
-            continue;
+    // ConsumeQueue entries: one append per queue.
+    for group in groups.iter() {
+        entries.clear();
+        let mut last_end = 0;
+        for (i, message) in messages.iter().enumerate() {
+            if !has_queue_entry(message.sys_flag) || !group.holds(message) {
+                continue;
+            }
+            let tags_code = tags[i].unwrap_or_else(|| {
+                tags_code(
+                    &message.topic,
+                    &message.properties,
+                    store_timestamp,
+                    &shared.delays,
+                )
+            });
+            let entry = CqEntry {
+                offset: physical_offsets[i],
+                size: records[i].len as i32,
+                tags_code,
+            };
+            entries.extend_from_slice(&entry.encode());
+            last_end = entry.offset + records[i].len as i64;
         }
-        let group = groups
-            .iter_mut()
-            .find(|g| g.queue.queue_id() == message.queue_id && g.queue.topic() == message.topic)
-            .expect("grouped above");
-        let tags_code = tags[i].unwrap_or_else(|| {
-            tags_code(
-                &message.topic,
-                &message.properties,
-                store_timestamp,
-                &shared.delays,
-            )
-        });
-        let entry = CqEntry {
-            offset: physical_offsets[i],
-            size: records[i].len as i32,
-            tags_code,
-        };
-        group.entries.extend_from_slice(&entry.encode());
-    }
-    let mut arrivals = Vec::with_capacity(groups.len());
-    for group in groups {
-        if let Err(e) = group.queue.append(group.first_offset, &group.entries) {
+        if let Err(e) = group.queue.append(group.first_offset, entries) {
             // The records are in the CommitLog; recovery will rebuild the entries. Stop taking
             // writes rather than hand out queue offsets twice.
             shared.mark_consume_queue_error();
             tracing::error!(topic = group.queue.topic(), queue_id = group.queue.queue_id(), error = %e, "consume queue append failed");
             return Err(PutError::Io(e));
         }
-        let last = group.entries.len() / ENTRY_SIZE - 1;
-        let last_entry = CqEntry::decode(&group.entries[last * ENTRY_SIZE..]);
-        group
-            .queue
-            .set_max_physic_offset(last_entry.offset + i64::from(last_entry.size));
-        let new_max = group.first_offset + group.count as i64;
-        arrivals.push((group.queue, new_max));
+        group.queue.set_max_physic_offset(last_end);
     }
-    if !arrivals.is_empty() {
+    if !groups.is_empty() {
         shared.checkpoint.set_logics_msg_timestamp(store_timestamp);
     }
     Stats::add(&shared.stats.put_message_times_total, messages.len() as u64);
     Stats::add(&shared.stats.put_message_size_total, buf.len() as u64);
     drop(guard);
 
+    for group in groups.iter() {
+        shared.notify_arrival(&group.queue, group.first_offset + group.count as i64);
+    }
     let store_host = shared.config.store_host;
     let messages = records
         .iter()
@@ -230,7 +229,6 @@ fn append_with(
     Ok(Appended {
         messages,
         end_offset,
-        arrivals,
     })
 }
 
