@@ -102,6 +102,11 @@ impl Allocator {
                         file.warm();
                     }
                     let mut state = self.state.lock();
+                    if state.stopped {
+                        // Stopped while making it: nobody will take it.
+                        discard(file);
+                        return;
+                    }
                     if let Some(stale) = state.ready.replace(file) {
                         discard(stale);
                     }

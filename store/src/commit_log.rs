@@ -102,15 +102,25 @@ impl CommitLog {
         offsets: &mut Vec<i64>,
     ) -> io::Result<()> {
         let segment_size = self.segment_size();
-        // Plan: which segment and position each record gets.
-        let mut segments: Vec<Arc<MappedFile>> = Vec::with_capacity(2);
         let first = match self.files.current() {
             Some(last) => last,
             None => self.new_segment(0)?,
         };
         let mut pos = segment_size - first.free();
-        segments.push(first);
         offsets.clear();
+        let total: usize = records.iter().map(|r| r.len).sum();
+        if total + END_FILE_MIN_BLANK_LENGTH <= segment_size - pos {
+            // The common case: the whole batch fits the current segment.
+            for record in records {
+                offsets.push(first.from() + pos as i64);
+                patch(buf, record, first.from() + pos as i64, store_timestamp);
+                pos += record.len;
+            }
+            let chunk = records.first().map_or(0..0, |r| r.start..r.start + total);
+            return write_chunk(&first, &buf[chunk], store_timestamp);
+        }
+        // Plan which segment and position each record gets, making segments as needed.
+        let mut segments: Vec<Arc<MappedFile>> = vec![first];
         let mut placement = Vec::with_capacity(records.len());
         for record in records {
             if record.len + END_FILE_MIN_BLANK_LENGTH > segment_size - pos {
@@ -138,13 +148,7 @@ impl CommitLog {
                 current = *segment;
                 chunk_start = record.start;
             }
-            let bytes = &mut buf[record.start..record.start + record.len];
-            bytes[PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8]
-                .copy_from_slice(&offset.to_be_bytes());
-            let flag =
-                i32::from_be_bytes(bytes[SYS_FLAG_POS..SYS_FLAG_POS + 4].try_into().expect("4"));
-            let at = store_timestamp_pos(flag);
-            bytes[at..at + 8].copy_from_slice(&store_timestamp.to_be_bytes());
+            patch(buf, record, *offset, store_timestamp);
             chunk_end = record.start + record.len;
         }
         write_chunk(
@@ -227,6 +231,15 @@ impl CommitLog {
         file.read(pos + store_timestamp_pos(flag), 8)
             .map_or(-1, |t| i64::from_be_bytes(t.try_into().expect("8 bytes")))
     }
+}
+
+/// Writes a record's physical offset and the store timestamp into its encoded bytes.
+fn patch(buf: &mut [u8], record: &PendingRecord, offset: i64, store_timestamp: i64) {
+    let bytes = &mut buf[record.start..record.start + record.len];
+    bytes[PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8].copy_from_slice(&offset.to_be_bytes());
+    let flag = i32::from_be_bytes(bytes[SYS_FLAG_POS..SYS_FLAG_POS + 4].try_into().expect("4"));
+    let at = store_timestamp_pos(flag);
+    bytes[at..at + 8].copy_from_slice(&store_timestamp.to_be_bytes());
 }
 
 fn write_chunk(segment: &MappedFile, chunk: &[u8], store_timestamp: i64) -> io::Result<()> {

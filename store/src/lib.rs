@@ -67,3 +67,12 @@ pub use index::QueryMessagesResult;
 pub use message_store::{ArrivalListener, MessageStore};
 pub use put::{AppendedMessage, MessageToStore, PutResult, PutStatus};
 pub use read::{GetMessageStatus, GetMessagesResult};
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_store_is_shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<crate::MessageStore>();
+    }
+}

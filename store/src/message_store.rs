@@ -395,7 +395,9 @@ impl MessageStore {
         self.shared.queues.queue_ids(topic)
     }
 
-    /// Drops the topics' ConsumeQueues, files included; their queue offsets restart at 0.
+    /// Drops the topics' ConsumeQueues, files included; their queue offsets restart at 0. The
+    /// records stay in the CommitLog until retention removes them, so a later recovery that
+    /// rebuilds missing queues from the CommitLog can bring such a queue back.
     pub fn delete_topics(&self, topics: &[&str]) {
         let shared = &self.shared;
         let guard = shared.commit_log.lock();

@@ -327,6 +327,31 @@ mod tests {
         assert_eq!(found, vec![204, 203, 202, 201, 200]);
     }
 
+    proptest::proptest! {
+        /// Whatever the collisions, a key finds exactly its own offsets, newest first.
+        #[test]
+        fn every_key_finds_its_offsets(keys in proptest::collection::vec(0u8..12, 1..60)) {
+            let dir = tempfile::tempdir().unwrap();
+            let file = IndexFile::create(dir.path().join("i"), 5, 64, 0, 0).unwrap();
+            for (offset, key) in keys.iter().enumerate() {
+                let added = file.put_key(&format!("T#{key}"), offset as i64, 1000);
+                proptest::prop_assert!(added);
+            }
+            for key in 0u8..12 {
+                let mut found = Vec::new();
+                file.select(&mut found, &format!("T#{key}"), 64, 0, i64::MAX);
+                let mut expected: Vec<i64> = keys.iter().enumerate()
+                    .filter(|(_, k)| **k == key).map(|(o, _)| o as i64).collect();
+                expected.reverse();
+                // Distinct keys with equal hashes are not told apart (as in Java).
+                let same_hash: Vec<i64> = keys.iter().enumerate()
+                    .filter(|(_, k)| key_hash(&format!("T#{k}")) == key_hash(&format!("T#{key}")))
+                    .map(|(o, _)| o as i64).rev().collect();
+                proptest::prop_assert!(found == expected || found == same_hash);
+            }
+        }
+    }
+
     #[test]
     fn hashes_follow_java() {
         assert_eq!(key_hash("TopicTest#KEY1"), 1656969516);
