@@ -108,7 +108,9 @@ impl IndexFile {
         index.begin_phy_offset.store(long(16), Ordering::Relaxed);
         index.end_phy_offset.store(long(24), Ordering::Relaxed);
         index.hash_slot_count.store(int(32), Ordering::Relaxed);
-        index.index_count.store(int(36).max(1), Ordering::Release);
+        // A damaged count must never send readers past the file.
+        let count = int(36).clamp(1, i32::try_from(entries).unwrap_or(i32::MAX));
+        index.index_count.store(count, Ordering::Release);
         Ok(index)
     }
 
