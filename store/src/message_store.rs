@@ -345,6 +345,12 @@ impl MessageStore {
             .message_store_time(topic, queue_id, queue_offset)
     }
 
+    /// Whether the message at `queue_offset` is still in the page cache by Java's estimate
+    /// (`checkInMemByConsumeOffset`); false if there is no such message.
+    pub fn is_in_memory(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
+        self.shared.is_in_memory(topic, queue_id, queue_offset)
+    }
+
     /// The whole record at a CommitLog offset (view by offset message id).
     pub fn read_message(&self, physical_offset: i64) -> Option<Bytes> {
         self.shared.read_message(physical_offset)

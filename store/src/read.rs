@@ -294,6 +294,20 @@ impl Shared {
         (time >= 0).then_some(time)
     }
 
+    /// Whether the message at `queue_offset` is recent enough to be in the page cache
+    /// (`checkInMemByConsumeOffset`: within `accessMessageInMemoryMaxRatio` of RAM behind the
+    /// CommitLog head). False when the queue has no such message.
+    pub(crate) fn is_in_memory(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
+        let Some(entry) = self
+            .queues
+            .get(topic, queue_id)
+            .and_then(|queue| queue.get(queue_offset))
+        else {
+            return false;
+        };
+        self.commit_log.max_offset() - entry.offset <= self.memory_budget
+    }
+
     pub(crate) fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
         let queue = self.queues.get(topic, queue_id)?;
         self.message_store_time(topic, queue_id, queue.min_offset())

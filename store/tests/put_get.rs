@@ -473,3 +473,14 @@ fn a_second_open_of_a_locked_store_fails() {
         4096
     );
 }
+
+#[test]
+fn recent_messages_count_as_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(small_config(dir.path())).unwrap();
+    assert!(!store.is_in_memory("TopicTest", 0, 0), "no message yet");
+    put(&store, vec![message("TopicTest", 0, b"x", None)]);
+    assert!(store.is_in_memory("TopicTest", 0, 0));
+    assert!(!store.is_in_memory("TopicTest", 0, 1), "past the end");
+    assert!(!store.is_in_memory("Other", 0, 0));
+}

@@ -7,8 +7,9 @@ use super::BrokerState;
 /// QUERY_CONSUMER_OFFSET (`ConsumerManageProcessor.queryConsumerOffset`).
 ///
 /// With no committed offset the Java broker answers 0 — not QUERY_NOT_FOUND — when the queue still
-/// starts at offset 0 and has messages, so a brand-new group on a young queue reads it from the
-/// beginning whatever its `ConsumeFromWhere` says. Clients depend on that.
+/// starts at offset 0 and its first message is still in the page cache, so a brand-new group on a
+/// young queue reads it from the beginning whatever its `ConsumeFromWhere` says, while a new group
+/// on a long backlog starts where its `ConsumeFromWhere` says. Clients depend on that.
 pub(super) fn query_consumer_offset(state: &BrokerState, group: &str, queue: &QueueRef) -> Reply {
     if let Some(offset) = state
         .offsets
