@@ -43,9 +43,6 @@ pub(super) fn earliest_store_time(state: &BrokerState, queue: &QueueRef) -> Repl
     )
 }
 
-/// Most messages a unique-key query returns (`defaultQueryMaxNum`).
-const DEFAULT_QUERY_MAX_NUM: i32 = 32;
-
 /// QUERY_MESSAGE (`QueryMessageProcessor.queryMessage`): by message key or, for
 /// `queryMsgByUniqueKey`, by the client's unique id; both live in the IndexFile as `topic#key`.
 pub(super) fn query_message(
@@ -56,18 +53,15 @@ pub(super) fn query_message(
     (begin_timestamp, end_timestamp): (i64, i64),
     unique_key: bool,
 ) -> Reply {
+    // A unique-key lookup asks for `defaultQueryMaxNum`, whatever the client said.
     let max_num = if unique_key {
-        DEFAULT_QUERY_MAX_NUM
+        state.config.default_query_max_num
     } else {
-        max_num
+        max_num.max(0) as usize
     };
-    let found = state.store.query_messages(
-        topic,
-        key,
-        max_num.max(0) as usize,
-        begin_timestamp,
-        end_timestamp,
-    );
+    let found = state
+        .store
+        .query_messages(topic, key, max_num, begin_timestamp, end_timestamp);
     if found.messages.is_empty() {
         return Reply::error(
             ErrorKind::QueryNotFound,

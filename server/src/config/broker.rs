@@ -55,8 +55,25 @@ pub struct BrokerConfig {
     /// Hours a CommitLog file is kept.
     pub file_reserved_time: u64,
     pub disk_max_used_space_ratio: u32,
+    /// Above this disk usage (percent) the oldest files go whatever their age.
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// Above this disk usage (percent) sends are refused until space frees.
+    pub disk_space_warning_level_ratio: u32,
+    pub clean_file_forcibly_enable: bool,
+    /// Milliseconds between retention and disk checks.
+    pub clean_resource_interval: u64,
+    pub delete_file_batch_max: usize,
     pub max_hash_slot_num: u32,
     pub max_index_num: u32,
+    pub message_index_enable: bool,
+    pub max_msgs_num_batch: usize,
+    pub default_query_max_num: usize,
+    /// Touch every page of a new CommitLog segment before it is used.
+    pub warm_maped_file_enable: bool,
+    pub check_crc_on_recover: bool,
+    /// Percent of RAM behind the CommitLog head that counts as "in memory".
+    pub access_message_in_memory_max_ratio: u32,
+    pub flush_consume_queue_thorough_interval: u64,
     pub auto_create_topic_enable: bool,
     pub auto_create_subscription_group: bool,
     pub default_topic_queue_nums: i32,
@@ -105,8 +122,20 @@ impl Default for BrokerConfig {
             delete_when: "04".into(),
             file_reserved_time: 72,
             disk_max_used_space_ratio: 75,
+            disk_space_clean_forcibly_ratio: 85,
+            disk_space_warning_level_ratio: 90,
+            clean_file_forcibly_enable: true,
+            clean_resource_interval: 10_000,
+            delete_file_batch_max: 10,
             max_hash_slot_num: 5_000_000,
             max_index_num: 20_000_000,
+            message_index_enable: true,
+            max_msgs_num_batch: 64,
+            default_query_max_num: 32,
+            warm_maped_file_enable: false,
+            check_crc_on_recover: true,
+            access_message_in_memory_max_ratio: 40,
+            flush_consume_queue_thorough_interval: 60_000,
             auto_create_topic_enable: true,
             auto_create_subscription_group: true,
             default_topic_queue_nums: 8,
@@ -151,8 +180,20 @@ settings!(BrokerConfig {
     "deleteWhen" => delete_when vet hours_of_day,
     "fileReservedTime" => file_reserved_time,
     "diskMaxUsedSpaceRatio" => disk_max_used_space_ratio vet disk_ratio,
+    "diskSpaceCleanForciblyRatio" => disk_space_clean_forcibly_ratio vet disk_ratio,
+    "diskSpaceWarningLevelRatio" => disk_space_warning_level_ratio vet disk_ratio,
+    "cleanFileForciblyEnable" => clean_file_forcibly_enable,
+    "cleanResourceInterval" => clean_resource_interval vet positive,
+    "deleteFileBatchMax" => delete_file_batch_max vet positive,
     "maxHashSlotNum" => max_hash_slot_num vet positive,
     "maxIndexNum" => max_index_num vet positive,
+    "messageIndexEnable" => message_index_enable,
+    "maxMsgsNumBatch" => max_msgs_num_batch vet positive,
+    "defaultQueryMaxNum" => default_query_max_num vet positive,
+    "warmMapedFileEnable" => warm_maped_file_enable,
+    "checkCRCOnRecover" => check_crc_on_recover,
+    "accessMessageInMemoryMaxRatio" => access_message_in_memory_max_ratio vet percent,
+    "flushConsumeQueueThoroughInterval" => flush_consume_queue_thorough_interval,
     "autoCreateTopicEnable" => auto_create_topic_enable,
     "autoCreateSubscriptionGroup" => auto_create_subscription_group,
     "defaultTopicQueueNums" => default_topic_queue_nums vet positive,
@@ -358,6 +399,14 @@ fn hours_of_day(when: String) -> Result<String, Rejection> {
         Err(Rejection::Expected(
             "hours of the day (00 to 23) separated by ';', such as 04 or 04;16".into(),
         ))
+    }
+}
+
+fn percent(value: u32) -> Result<u32, Rejection> {
+    if value <= 100 {
+        Ok(value)
+    } else {
+        Err(Rejection::Expected("a percentage from 0 to 100".into()))
     }
 }
 
