@@ -61,6 +61,8 @@ impl Recovery<'_> {
             return Ok(Vec::new());
         }
         let start = self.start_segment(&files, &queues);
+        let scan_from = files[start].from();
+        let began = std::time::Instant::now();
         let mut gapped = HashSet::new();
         let (end, last_valid) = scan(&files, start, self.check_crc, |dispatch| {
             if let Put::Gap = self.dispatch(&mut queues, &dispatch, Gaps::Refuse)? {
@@ -76,7 +78,16 @@ impl Recovery<'_> {
             self.rebuild(&files, start, end, &mut queues, &gapped)?;
         }
         drop(files);
-        tracing::info!(end, clean = self.clean, "commit log recovered");
+        let elapsed = began.elapsed();
+        let scanned = (end - scan_from).max(0) as f64;
+        tracing::info!(
+            end,
+            clean = self.clean,
+            scanned_bytes = scanned as i64,
+            elapsed_ms = elapsed.as_millis() as u64,
+            mb_per_s = (scanned / 1e6 / elapsed.as_secs_f64().max(1e-9)).round(),
+            "commit log recovered"
+        );
         for queue in queues.values_mut() {
             queue.truncate_dirty(end)?;
         }
