@@ -8,7 +8,7 @@ use skiff_model::command::{ErrorKind, QueueRef, Reply, Request};
 use skiff_model::route::{perm, TopicConfig, TopicRouteData, MASTER_ID};
 use skiff_server::remoting_client::RemotingClient;
 
-/// How long a newly created topic may take to appear in the route (brokers register at once).
+/// How long a new broker may take to register, and a new topic to appear in the route.
 const ROUTE_WAIT: Duration = Duration::from_secs(15);
 
 /// One queue and the broker that hosts it.
@@ -51,10 +51,18 @@ pub async fn prepare(
     if let Some(route) = route(&ns, topic, timeout).await? {
         return Ok(queues_of(topic, &route));
     }
-    let masters = masters(&ns, timeout).await?;
-    if masters.is_empty() {
-        bail!("the name server at {namesrv} knows no broker: is one registered?");
-    }
+    // A broker that has just started may not have registered yet.
+    let deadline = Instant::now() + ROUTE_WAIT;
+    let masters = loop {
+        let masters = masters(&ns, timeout).await?;
+        if !masters.is_empty() {
+            break masters;
+        }
+        if Instant::now() >= deadline {
+            bail!("the name server at {namesrv} knows no broker after {ROUTE_WAIT:?}: is one registered?");
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
     for broker in &masters {
         let client = RemotingClient::connect(broker, timeout).await?;
         let request = Request::CreateTopic(TopicConfig::new(topic, queue_nums));
