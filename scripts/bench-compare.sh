@@ -22,7 +22,8 @@
 # The results replace the part of docs/benchmarks.md between its results markers.
 # Settings (environment): WARMUP, DURATION (seconds), RECOVERY_MB, QUIET_LOAD (1-minute load to
 # wait for before starting, up to QUIET_WAIT seconds), WORK (scratch directory), NAMESRV_PORT,
-# BROKER_PORT, OUT (the document to update), TARGETS ("skiff apache").
+# BROKER_PORT, OUT (the document to update), TARGETS ("skiff apache"), SKIFF_BIN (a skiff binary to
+# use instead of building target/release/skiff; SKIFF_REV then names its commit).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -44,7 +45,7 @@ TOPIC=SkiffBench
 BROKER_CPU=0
 LOAD_CPU=1
 report="$root/scripts/bench/report.py"
-skiff="$root/target/release/skiff"
+skiff="${SKIFF_BIN:-$root/target/release/skiff}"
 results="$WORK/results.txt"
 ns="127.0.0.1:$NAMESRV_PORT"
 
@@ -271,7 +272,7 @@ recovery() {
 mkdir -p "$WORK"
 : >"$results"
 log "building skiff (release) and resolving the Java classpaths"
-(cd "$root" && cargo build --release --bin skiff -q)
+[ -n "${SKIFF_BIN:-}" ] || (cd "$root" && cargo build --release --bin skiff -q)
 (cd "$root/scripts/bench" && mvn -q -B dependency:build-classpath -Dmdep.outputFile="$WORK/example.cp") >&2
 (cd "$root/compat-tests/java/broker" && mvn -q -B dependency:build-classpath -Drocketmq.version=5.3.3 \
     -Dmdep.outputFile="$WORK/broker.cp") >&2
@@ -291,7 +292,7 @@ put "meta.cpu" "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ *
 put "meta.cores" "$(nproc)"
 put "meta.mem_gib" "$(awk '/MemTotal/ {printf "%.0f", $2/1048576}' /proc/meminfo)"
 put "meta.java" "$(java -version 2>&1 | head -1)"
-put "meta.skiff" "$(git -C "$root" rev-parse --short HEAD)"
+put "meta.skiff" "${SKIFF_REV:-$(git -C "$root" describe --always --dirty)}"
 put "meta.warmup" "$WARMUP"
 put "meta.duration" "$DURATION"
 put "meta.recovery_mb" "$RECOVERY_MB"
