@@ -2,7 +2,6 @@
 //! information, as `mqadmin`, `DefaultMQAdminExt` and the dashboard use them.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 
 use skiff_model::command::{ErrorKind, Reply};
 use skiff_model::consumer::{
@@ -191,22 +190,19 @@ pub(super) fn runtime_info(state: &BrokerState) -> Reply {
     put("brokerVersion", SKIFF_VERSION.to_string());
     put("skiffVersion", env!("CARGO_PKG_VERSION").to_string());
     put("brokerActive", "true".to_string());
-    put("bootTimestamp", state.stats.boot_timestamp.to_string());
-    let uptime = state.stats.boot.elapsed().as_secs();
-    put(
-        "runtime",
-        format!(
-            "[ {} days, {} hours, {} minutes, {} seconds ]",
-            uptime / 86_400,
-            uptime % 86_400 / 3600,
-            uptime % 3600 / 60,
-            uptime % 60
-        ),
-    );
-    let put_total = state.stats.messages_put.load(Ordering::Relaxed);
-    let get_total = state.stats.messages_got.load(Ordering::Relaxed);
-    put("msgPutTotalTodayNow", put_total.to_string());
-    put("msgGetTotalTodayNow", get_total.to_string());
+    for (key, value) in state.stats.runtime_info() {
+        put(key, value);
+    }
+    // Skiff has no request thread pools: nothing queues in front of a handler.
+    for key in [
+        "sendThreadPoolQueueSize",
+        "sendThreadPoolQueueHeadWaitTimeMills",
+        "pullThreadPoolQueueSize",
+        "pullThreadPoolQueueHeadWaitTimeMills",
+        "pageCacheLockTimeMills",
+    ] {
+        put(key, "0".to_string());
+    }
     put(
         "pullRequestsHeld",
         state.pull_holds.held_count().to_string(),

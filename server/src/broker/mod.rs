@@ -17,13 +17,13 @@ mod pull;
 mod queries;
 mod registration;
 mod send;
+mod stats;
 mod topics;
 mod uniq_id;
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use skiff_model::command::{ErrorKind, Reply, Request};
@@ -39,6 +39,7 @@ use consumers::ConsumerManager;
 use groups::SubscriptionGroupManager;
 use long_polling::PullHoldService;
 use offsets::ConsumerOffsetManager;
+use stats::BrokerStats;
 use topics::TopicConfigManager;
 
 /// Everything request handlers share.
@@ -53,14 +54,6 @@ pub(crate) struct BrokerState {
     consumers: ConsumerManager,
     pull_holds: PullHoldService,
     stats: BrokerStats,
-}
-
-/// Counters for GET_BROKER_RUNTIME_INFO.
-struct BrokerStats {
-    boot: Instant,
-    boot_timestamp: i64,
-    messages_put: AtomicU64,
-    messages_got: AtomicU64,
 }
 
 impl Service for BrokerState {
@@ -295,12 +288,7 @@ impl Broker {
             offsets: ConsumerOffsetManager::load(&config),
             consumers: ConsumerManager::default(),
             pull_holds: PullHoldService::default(),
-            stats: BrokerStats {
-                boot: Instant::now(),
-                boot_timestamp: now_millis(),
-                messages_put: AtomicU64::new(0),
-                messages_got: AtomicU64::new(0),
-            },
+            stats: BrokerStats::new(now_millis()),
             broker_addr: broker_addr.clone(),
             store: store.clone(),
             config,
@@ -325,6 +313,7 @@ impl Broker {
                 state.clone(),
                 shutdown.clone(),
             )),
+            tokio::spawn(roll_stats_days(state.clone(), shutdown.clone())),
             tokio::spawn(client::expire_silent_clients(
                 state.clone(),
                 shutdown.clone(),
@@ -368,6 +357,16 @@ impl Broker {
         let store = self.state.store.clone();
         let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
         info!(broker = %self.state.config.broker_name, "broker stopped");
+    }
+}
+
+async fn roll_stats_days(state: Arc<BrokerState>, shutdown: CancellationToken) {
+    let mut ticker = tokio::time::interval(Duration::from_secs(10));
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => state.stats.roll_day(now_millis()),
+        }
     }
 }
 

@@ -5,7 +5,6 @@
 //! the client allows it, the pull is held (long polling) until a message arrives on the queue or
 //! the suspend timeout passes, and then read once more.
 
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -220,10 +219,7 @@ fn read(state: &BrokerState, request: &PullRequest, subscription: &SubscriptionD
         request.queue.queue_id,
         found.next_begin_offset,
     );
-    state
-        .stats
-        .messages_got
-        .fetch_add(found.messages.len() as u64, Ordering::Relaxed);
+    state.stats.messages_got(found.messages.len() as u64);
     PullResult {
         status,
         next_begin_offset: found.next_begin_offset,

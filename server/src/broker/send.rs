@@ -7,7 +7,6 @@
 //! configuration promises.
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 
 use skiff_model::command::{ErrorKind, Reply, SendRequest, SendResult, SendStatus};
@@ -37,7 +36,7 @@ pub(super) fn handle(
         let count = prepared.messages.len() as u64;
         match state.store.put_messages(prepared.messages).await {
             Ok(result) => {
-                state.stats.messages_put.fetch_add(count, Ordering::Relaxed);
+                state.stats.messages_put(count);
                 let first = result.messages.first();
                 Reply::Sent(SendResult {
                     status: match result.status {
