@@ -7,6 +7,7 @@
 //!
 //! See `compat-tests/README.md` for how to run it and what each scenario proves.
 
+pub mod broker_files;
 pub mod java;
 pub mod process;
 pub mod remoting;

@@ -148,11 +148,12 @@ impl Proc {
         fs::read_to_string(&self.out).unwrap_or_default()
     }
 
-    /// The last `lines` lines of stdout and stderr, for failure messages.
+    /// The last `lines` lines of stdout and stderr, for failure messages. Logback's own status
+    /// lines (the Java broker prints dozens at start) are left out.
     pub fn output_tail(&self, lines: usize) -> String {
         let tail = |p: &Path| {
             let text = fs::read_to_string(p).unwrap_or_default();
-            let all: Vec<&str> = text.lines().collect();
+            let all: Vec<&str> = text.lines().filter(|l| !l.contains("|-INFO in ")).collect();
             all[all.len().saturating_sub(lines)..].join("\n")
         };
         format!(

@@ -7,6 +7,13 @@
 //! - `SKIFF_COMPAT_APACHE_VERSION=5.3.3` (default): Apache RocketMQ broker version for the
 //!   `apache` target (4.9.8 is not on Maven Central; 4.9.7 is the newest 4.9 broker there).
 //! - `SKIFF_BIN`: the skiff binary (default: next to the test executable).
+//! - `SKIFF_COMPAT_STORE_CLIENT=5.3.3` (default): the one client version the store tests (crash,
+//!   store compatibility) run with.
+//! - `SKIFF_COMPAT_CRASH_KILLS=50`, `SKIFF_COMPAT_CRASH_ASYNC_KILLS=25` (defaults): kill -9 cycles
+//!   of the SYNC_FLUSH and ASYNC_FLUSH crash tests.
+//! - `SKIFF_COMPAT_CRASH_SEED`: the crash tests' random seed (default: from the clock; printed).
+//! - `SKIFF_COMPAT_KEEP=1`: keep the data directories of passing tests too (failed ones are
+//!   always kept for a day).
 
 use anyhow::{bail, Result};
 
@@ -55,6 +62,28 @@ pub fn apache_version() -> String {
     var("SKIFF_COMPAT_APACHE_VERSION").unwrap_or_else(|| "5.3.3".into())
 }
 
+pub fn keep_dirs() -> bool {
+    var("SKIFF_COMPAT_KEEP").is_some_and(|v| v != "0")
+}
+
+pub fn store_client() -> String {
+    var("SKIFF_COMPAT_STORE_CLIENT").unwrap_or_else(|| "5.3.3".into())
+}
+
+/// A whole number from the environment, or `default` when unset.
+pub fn number(name: &str, default: u64) -> Result<u64> {
+    parse_number(name, var(name).as_deref(), default)
+}
+
+fn parse_number(name: &str, v: Option<&str>, default: u64) -> Result<u64> {
+    match v {
+        None => Ok(default),
+        Some(v) => v
+            .parse()
+            .map_err(|_| anyhow::anyhow!("{name}={v}: expected a whole number")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,6 +93,13 @@ mod tests {
         assert_eq!(parse_target(None).unwrap(), TargetKind::Skiff);
         assert_eq!(parse_target(Some("apache")).unwrap(), TargetKind::Apache);
         assert!(parse_target(Some("java")).is_err());
+    }
+
+    #[test]
+    fn numbers_default_when_unset_and_reject_garbage() {
+        assert_eq!(parse_number("X", None, 50).unwrap(), 50);
+        assert_eq!(parse_number("X", Some("7"), 50).unwrap(), 7);
+        assert!(parse_number("X", Some("-1"), 50).is_err());
     }
 
     #[test]

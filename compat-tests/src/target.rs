@@ -1,6 +1,8 @@
 //! The broker under test: Skiff (`skiff standalone`) or Apache RocketMQ (name server and broker
 //! JVMs from Maven Central), on free loopback ports with a temporary data directory, started,
-//! probed until ready, stopped gracefully or killed, and restarted on the same ports and data.
+//! probed until ready, stopped gracefully or killed, and restarted on the same ports and data,
+//! possibly as the other kind of broker (the store compatibility tests hand one data directory
+//! from Java to Skiff and back).
 
 use std::fs;
 use std::net::TcpListener;
@@ -37,6 +39,34 @@ impl FlushDisk {
     }
 }
 
+/// How a target is configured. The store settings are written in the same way for either kind,
+/// so that both brokers agree on the layout of a shared data directory.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub kind: TargetKind,
+    pub flush: FlushDisk,
+    /// `mappedFileSizeCommitLog`.
+    pub commit_log_size: u64,
+    /// `mappedFileSizeConsumeQueue`: a multiple of the 20-byte entry.
+    pub consume_queue_size: u64,
+    /// `maxMessageSize`: smaller than a CommitLog segment (Skiff insists; Java would fail puts).
+    pub max_message_size: u64,
+}
+
+impl Options {
+    /// The target chosen by `SKIFF_COMPAT_TARGET`, with 10 MiB CommitLog segments and Java's
+    /// other defaults.
+    pub fn new(flush: FlushDisk) -> Result<Options> {
+        Ok(Options {
+            kind: settings::target_kind()?,
+            flush,
+            commit_log_size: 10 * 1024 * 1024,
+            consume_queue_size: 300_000 * 20,
+            max_message_size: 4 * 1024 * 1024,
+        })
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stop {
     /// SIGTERM, then wait for the exit.
@@ -46,6 +76,8 @@ pub enum Stop {
 }
 
 struct Running {
+    /// The kind started last (a restart may switch it).
+    kind: TargetKind,
     /// Skiff: the standalone process. Apache: the broker (the name server is in `namesrv`).
     broker: Option<Proc>,
     namesrv: Option<Proc>,
@@ -53,11 +85,10 @@ struct Running {
 }
 
 pub struct Target {
-    pub kind: TargetKind,
     dir: PathBuf,
     namesrv_port: u16,
     broker_port: u16,
-    flush: FlushDisk,
+    opts: Options,
     running: Mutex<Running>,
 }
 
@@ -163,27 +194,33 @@ pub fn skiff_bin() -> Result<PathBuf> {
 impl Target {
     /// Starts the target chosen by `SKIFF_COMPAT_TARGET` and waits until it serves.
     pub fn start(label: &str, flush: FlushDisk) -> Result<Target> {
-        let kind = settings::target_kind()?;
-        let (namesrv_port, broker_port) = match kind {
-            TargetKind::Skiff => (free_port(&[])?, free_port(&[])?),
-            // 5.x names srv also binds nothing else; the broker binds port-2 (fast) and port+1 (HA).
-            TargetKind::Apache => (free_port(&[])?, free_port(&[-2, 1])?),
-        };
+        Target::start_with(label, Options::new(flush)?)
+    }
+
+    /// Starts a target configured by `opts` and waits until it serves.
+    pub fn start_with(label: &str, opts: Options) -> Result<Target> {
+        // The Java broker also binds listenPort - 2 (fast) and listenPort + 1 (HA); keep those
+        // free for either kind, since a restart may switch kinds on the same ports.
+        let (namesrv_port, broker_port) = (free_port(&[])?, free_port(&[-2, 1])?);
         let t = Target {
-            kind,
             dir: new_dir(label)?,
             namesrv_port,
             broker_port,
-            flush,
             running: Mutex::new(Running {
+                kind: opts.kind,
                 broker: None,
                 namesrv: None,
                 starts: 0,
             }),
+            opts,
         };
-        t.write_config()?;
         t.launch()?;
         Ok(t)
+    }
+
+    /// The kind of broker started last.
+    pub fn kind(&self) -> TargetKind {
+        self.running.lock().unwrap_or_else(|e| e.into_inner()).kind
     }
 
     pub fn namesrv(&self) -> String {
@@ -199,22 +236,44 @@ impl Target {
         &self.dir
     }
 
-    fn store_dir(&self) -> PathBuf {
+    /// The broker's `storePathRootDir`.
+    pub fn store_dir(&self) -> PathBuf {
         self.dir.join("store")
     }
 
-    fn write_config(&self) -> Result<()> {
-        match self.kind {
-            TargetKind::Skiff => fs::write(
-                self.dir.join("broker.toml"),
-                format!(
-                    "brokerIP1 = \"127.0.0.1\"\n\
-                     flushDiskType = \"{}\"\n\
-                     mappedFileSizeCommitLog = 10485760\n\
-                     autoCreateTopicEnable = true\n",
-                    self.flush.java_name()
-                ),
-            )?,
+    /// Settings both kinds are given, in Java's names: the store layout, the flush mode, and
+    /// consumer offsets persisted every second (so that a kill -9 loses at most a second of them).
+    fn common_settings(&self) -> Vec<(&'static str, String)> {
+        let o = &self.opts;
+        vec![
+            ("brokerClusterName", "DefaultCluster".into()),
+            ("brokerName", "broker-a".into()),
+            ("brokerIP1", "127.0.0.1".into()),
+            ("autoCreateTopicEnable", "true".into()),
+            ("flushDiskType", o.flush.java_name().into()),
+            ("mappedFileSizeCommitLog", o.commit_log_size.to_string()),
+            (
+                "mappedFileSizeConsumeQueue",
+                o.consume_queue_size.to_string(),
+            ),
+            ("maxMessageSize", o.max_message_size.to_string()),
+            ("flushConsumerOffsetInterval", "1000".into()),
+        ]
+    }
+
+    fn write_config(&self, kind: TargetKind) -> Result<()> {
+        match kind {
+            TargetKind::Skiff => {
+                let mut toml = String::new();
+                for (k, v) in self.common_settings() {
+                    if v.parse::<u64>().is_ok() || v == "true" {
+                        toml.push_str(&format!("{k} = {v}\n"));
+                    } else {
+                        toml.push_str(&format!("{k} = \"{v}\"\n"));
+                    }
+                }
+                fs::write(self.dir.join("broker.toml"), toml)?;
+            }
             TargetKind::Apache => {
                 let home = self.dir.join("home");
                 fs::create_dir_all(home.join("conf"))?;
@@ -230,27 +289,21 @@ impl Target {
                     format!("listenPort={}\n", self.namesrv_port),
                 )?;
                 let store = self.store_dir();
-                fs::write(
-                    self.dir.join("broker.conf"),
-                    format!(
-                        "brokerClusterName=DefaultCluster\n\
-                         brokerName=broker-a\n\
-                         brokerId=0\n\
-                         listenPort={}\n\
-                         namesrvAddr={}\n\
-                         brokerIP1=127.0.0.1\n\
-                         storePathRootDir={}\n\
-                         storePathCommitLog={}\n\
-                         autoCreateTopicEnable=true\n\
-                         flushDiskType={}\n\
-                         mappedFileSizeCommitLog=10485760\n",
-                        self.broker_port,
-                        self.namesrv(),
-                        store.display(),
-                        store.join("commitlog").display(),
-                        self.flush.java_name()
-                    ),
-                )?;
+                let mut conf = format!(
+                    "brokerId=0\n\
+                     listenPort={}\n\
+                     namesrvAddr={}\n\
+                     storePathRootDir={}\n\
+                     storePathCommitLog={}\n",
+                    self.broker_port,
+                    self.namesrv(),
+                    store.display(),
+                    store.join("commitlog").display(),
+                );
+                for (k, v) in self.common_settings() {
+                    conf.push_str(&format!("{k}={v}\n"));
+                }
+                fs::write(self.dir.join("broker.conf"), conf)?;
             }
         }
         Ok(())
@@ -291,7 +344,8 @@ impl Target {
         let mut run = self.running.lock().unwrap_or_else(|e| e.into_inner());
         run.starts += 1;
         let n = run.starts;
-        match self.kind {
+        self.write_config(run.kind)?;
+        match run.kind {
             TargetKind::Skiff => {
                 let mut cmd = Command::new(skiff_bin()?);
                 cmd.current_dir(&self.dir)
@@ -348,7 +402,8 @@ impl Target {
     }
 
     /// Ready = the name server lists our broker address in its cluster info, and the broker
-    /// answers a heartbeat. Polled until READY_TIMEOUT.
+    /// answers a heartbeat. Polled every 25 ms (Skiff restarts in milliseconds) until
+    /// READY_TIMEOUT.
     fn wait_ready(&self) -> Result<()> {
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
@@ -363,7 +418,7 @@ impl Target {
                     self.logs()
                 );
             }
-            thread::sleep(Duration::from_millis(100));
+            thread::sleep(Duration::from_millis(25));
         }
     }
 
@@ -422,9 +477,39 @@ impl Target {
         Ok(())
     }
 
+    /// Stops the broker as [`Target::stop`] does, then a separate name server (Apache) with
+    /// SIGTERM, so that the ports are free for either kind of target.
+    pub fn stop_all(&self, how: Stop) -> Result<()> {
+        self.stop(how)?;
+        let mut run = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(mut ns) = run.namesrv.take() {
+            ns.signal(libc::SIGTERM)?;
+            if ns.wait_for(STOP_TIMEOUT)?.is_none() {
+                ns.kill()?;
+            }
+        }
+        Ok(())
+    }
+
     /// Starts the broker again on the same ports and data directory, and waits until ready.
-    pub fn restart(&self) -> Result<()> {
-        self.launch().context("restart")
+    /// Returns how long that took.
+    pub fn restart(&self) -> Result<Duration> {
+        let started = Instant::now();
+        self.launch().context("restart")?;
+        Ok(started.elapsed())
+    }
+
+    /// After [`Target::stop_all`]: starts `kind` on the same ports and data directory, with the
+    /// same store settings, and waits until ready.
+    pub fn restart_as(&self, kind: TargetKind) -> Result<Duration> {
+        {
+            let mut run = self.running.lock().unwrap_or_else(|e| e.into_inner());
+            if run.broker.is_some() || run.namesrv.is_some() {
+                bail!("restart_as({kind:?}): stop_all first");
+            }
+            run.kind = kind;
+        }
+        self.restart()
     }
 
     /// The tail of every process's output and log hints, for failure messages.
@@ -448,12 +533,14 @@ impl Drop for Target {
         let run = self.running.get_mut().unwrap_or_else(|e| e.into_inner());
         run.broker.take();
         run.namesrv.take();
-        // Keep the data and logs of a failed test for inspection.
+        // Keep the data and logs of a failed test for inspection (or of every test, if asked).
         if thread::panicking() {
             let _ = fs::write(self.dir.join(FAILED_MARK), b"");
             eprintln!("kept the target dir {} for inspection", self.dir.display());
         } else {
-            let _ = fs::remove_dir_all(&self.dir);
+            if !settings::keep_dirs() {
+                let _ = fs::remove_dir_all(&self.dir);
+            }
         }
     }
 }

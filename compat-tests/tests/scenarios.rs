@@ -46,3 +46,10 @@ fn consumer_resume() {
 fn admin() {
     run_for_all_clients(shared_target(), "admin", &[]);
 }
+
+/// 9. Messages found by key (DefaultMQAdminExt.queryMessage), by client id and by offset id
+///    (queryMessageByUniqKey, viewMessage), identical to what a pull returns.
+#[test]
+fn query() {
+    run_for_all_clients(shared_target(), "query", &[]);
+}

@@ -1,11 +1,16 @@
 package skiff.compat;
 
+import java.net.InetSocketAddress;
+import java.net.URLEncoder;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
 import org.apache.rocketmq.client.ClientConfig;
@@ -16,6 +21,7 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageConst;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
@@ -230,5 +236,54 @@ final class Common {
         check(missing.isEmpty(), "%d of %d messages never arrived on %s, first: %s", missing.size(),
             expected.size(), topic, missing.subList(0, Math.min(10, missing.size())));
         return got;
+    }
+
+    /**
+     * Everything the broker stored for a message, as one line: queue and CommitLog position,
+     * sizes, flags, CRC, hosts, timestamps, every stored property (sorted, URL-encoded) and a
+     * SHA-256 of the body. The client adds MIN_OFFSET and MAX_OFFSET to pulled messages; they
+     * describe the queue at pull time, not the message, and are left out. Two brokers serving the
+     * same stored message must give the same line.
+     */
+    static String describe(MessageExt m) throws Exception {
+        Map<String, String> props = new TreeMap<>(m.getProperties());
+        props.remove(MessageConst.PROPERTY_MIN_OFFSET);
+        props.remove(MessageConst.PROPERTY_MAX_OFFSET);
+        StringBuilder b = new StringBuilder();
+        b.append(m.getTopic()).append(' ').append(m.getQueueId()).append(' ').append(m.getQueueOffset())
+            .append(" offsetId=").append(offsetMsgId(m))
+            .append(" commitLogOffset=").append(m.getCommitLogOffset())
+            .append(" storeSize=").append(m.getStoreSize())
+            .append(" sysFlag=").append(m.getSysFlag())
+            .append(" flag=").append(m.getFlag())
+            .append(" bodyCRC=").append(m.getBodyCRC())
+            .append(" born=").append(m.getBornTimestamp()).append('@').append(m.getBornHost())
+            .append(" stored=").append(m.getStoreTimestamp()).append('@').append(m.getStoreHost())
+            .append(" reconsumeTimes=").append(m.getReconsumeTimes())
+            .append(" preparedTransactionOffset=").append(m.getPreparedTransactionOffset())
+            .append(" props=");
+        for (Map.Entry<String, String> e : props.entrySet()) {
+            b.append(URLEncoder.encode(e.getKey(), StandardCharsets.UTF_8)).append('=')
+                .append(URLEncoder.encode(e.getValue(), StandardCharsets.UTF_8)).append('&');
+        }
+        byte[] body = m.getBody() == null ? new byte[0] : m.getBody();
+        b.append(" body=").append(body.length).append(':').append(hex(MessageDigest.getInstance("SHA-256").digest(body)));
+        return b.toString();
+    }
+
+    /** The offset message id of a stored message: store host (IPv4) and port, CommitLog offset. */
+    static String offsetMsgId(MessageExt m) {
+        InetSocketAddress host = (InetSocketAddress) m.getStoreHost();
+        ByteBuffer id = ByteBuffer.allocate(16);
+        id.put(host.getAddress().getAddress()).putInt(host.getPort()).putLong(m.getCommitLogOffset());
+        return hex(id.array());
+    }
+
+    static String hex(byte[] bytes) {
+        StringBuilder b = new StringBuilder();
+        for (byte x : bytes) {
+            b.append(String.format("%02X", x & 0xff));
+        }
+        return b.toString();
     }
 }

@@ -41,6 +41,21 @@ public final class Main {
                 case "admin":
                     Admin.run(a);
                     break;
+                case "query":
+                    Query.run(a);
+                    break;
+                case "crash-produce":
+                    Crash.produce(a);
+                    break;
+                case "crash-verify":
+                    Crash.verify(a);
+                    break;
+                case "store-write":
+                    StoreCompat.write(a);
+                    break;
+                case "store-read":
+                    StoreCompat.read(a);
+                    break;
                 default:
                     throw new Common.Fail("unknown scenario " + a.scenario);
             }
