@@ -341,6 +341,13 @@ impl Target {
     }
 
     fn launch(&self) -> Result<()> {
+        self.spawn_broker()?;
+        self.wait_ready()
+    }
+
+    /// Starts the processes without waiting until they serve (a crash test may kill the broker
+    /// while it is still recovering).
+    pub fn spawn_broker(&self) -> Result<()> {
         let mut run = self.running.lock().unwrap_or_else(|e| e.into_inner());
         run.starts += 1;
         let n = run.starts;
@@ -380,8 +387,7 @@ impl Target {
                 run.broker = Some(Proc::spawn(&format!("broker-{n}"), cmd, &self.dir)?);
             }
         }
-        drop(run);
-        self.wait_ready()
+        Ok(())
     }
 
     /// Fails with the processes' output if one of them has exited.

@@ -4,7 +4,8 @@
 //! One long-running Java producer (the official client) sends synchronously from several threads
 //! to the 8 queues of a topic, bodies of 1 B to 128 KiB, and records every SEND_OK. The harness
 //! kills and restarts the broker on a random schedule (the seed is printed; set
-//! `SKIFF_COMPAT_CRASH_SEED` to replay it). At the end a verifier JVM reads every queue from 0 to
+//! `SKIFF_COMPAT_CRASH_SEED` to replay it); about one kill in six is followed by another kill
+//! while the broker is starting up and recovering. At the end a verifier JVM reads every queue from 0 to
 //! its max offset and checks:
 //!
 //! - SYNC_FLUSH: no acknowledged message is missing (each is at the queue offset it was
@@ -113,6 +114,8 @@ fn wait_acks(acks: &mut AckCounter, at_least: u64, producer: &mut Proc, what: &s
 
 struct Summary {
     kills: u64,
+    /// Extra kills of a broker that was still starting (recovering the store).
+    recovery_kills: u64,
     restart_max: Duration,
     restart_total: Duration,
 }
@@ -128,6 +131,7 @@ fn kill_loop(
     let bound = restart_bound(target.kind());
     let mut s = Summary {
         kills: 0,
+        recovery_kills: 0,
         restart_max: Duration::ZERO,
         restart_total: Duration::ZERO,
     };
@@ -152,6 +156,17 @@ fn kill_loop(
             bail!("the producer exited ({st})\n{}", producer.output_tail(40));
         }
         target.stop(Stop::Kill)?;
+        if rng.below(6) == 0 {
+            // Kill it again while it is starting and recovering the store.
+            target.spawn_broker()?;
+            let last = s.restart_max.as_millis() as u64;
+            thread::sleep(Duration::from_millis(rng.below(last.max(5) + 1)));
+            target
+                .check_alive()
+                .with_context(|| format!("the broker died by itself starting after kill {i}"))?;
+            target.stop(Stop::Kill)?;
+            s.recovery_kills += 1;
+        }
         let took = target
             .restart()
             .with_context(|| format!("the broker did not come back after kill {i}"))?;
@@ -273,10 +288,11 @@ fn crash_cycles(
     target.check_alive()?;
     let (present, acked_n, stored) = checked_counts(&out)?;
     println!(
-        "{label}: {} kills (seed {seed}), restarts {:.0?} on average, {:.0?} at most; \
-         {present} of {acked_n} acknowledged messages checked present, {stored} stored in all; \
-         {:.0?} in all",
+        "{label}: {} kills under load and {} during recovery (seed {seed}), restarts {:.0?} on \
+         average, {:.0?} at most; {present} of {acked_n} acknowledged messages checked present, \
+         {stored} stored in all; {:.0?} in all",
         summary.kills,
+        summary.recovery_kills,
         summary.restart_total / summary.kills.max(1) as u32,
         summary.restart_max,
         started.elapsed()

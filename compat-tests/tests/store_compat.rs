@@ -90,6 +90,15 @@ fn swap(target: &Target, writer: TargetKind, reader: TargetKind, stop: Stop) -> 
         ("dump", dump_s.as_str()),
         ("offsets", offsets_s.as_str()),
         ("cq-entries", cq_entries.as_str()),
+        // Java's own recovery drops index files newer than its checkpoint (see StoreCompat.java).
+        (
+            "index",
+            if stop == Stop::Kill {
+                "lossy"
+            } else {
+                "strict"
+            },
+        ),
     ];
     let runs = target.dir().join("runs");
     client
@@ -110,7 +119,7 @@ fn swap(target: &Target, writer: TargetKind, reader: TargetKind, stop: Stop) -> 
         _ => {}
     }
     let opened = target.restart_as(reader)?;
-    client
+    let read = client
         .run("store-read", &args, &runs.join("read"), SCENARIO_TIMEOUT)
         .with_context(|| {
             format!(
@@ -125,6 +134,9 @@ fn swap(target: &Target, writer: TargetKind, reader: TargetKind, stop: Stop) -> 
             )
         })?;
     target.check_alive()?;
+    for line in read.lines().filter(|l| l.contains("found by offset id")) {
+        println!("  {line}");
+    }
     println!(
         "{} wrote {} messages, stopped ({stop:?}); {} opened the directory in {opened:.1?} and \
          served them all; {:.0?} in all ({:.0?} to write)",
