@@ -205,7 +205,8 @@ final class Common {
     }
 
     /**
-     * Reads every queue of `topic` from offset 0 with an assign-mode lite pull consumer until all
+     * Reads every queue of `topic` from offset 0 with an assign-mode lite pull consumer of a new
+     * group (`group` must be one no one used before) until all
      * `expected` SEQ values have arrived (or `timeoutMs` passes); returns everything received.
      */
     static Received readAllFromStart(Args a, String group, String topic, Collection<String> expected,
@@ -219,10 +220,11 @@ final class Common {
         try {
             Collection<MessageQueue> mqs = c.fetchMessageQueues(topic);
             check(!mqs.isEmpty(), "topic %s has no queues", topic);
+            // The group is new, so CONSUME_FROM_FIRST_OFFSET starts every queue at 0. No seek(): in
+            // the 5.x client a seek cancels the queue's pull task with an interrupt, and an
+            // interrupted pull closes the connection that the other requests share (they then fail
+            // with "send request failed"), or delivers its stale batch a second time.
             c.assign(mqs);
-            for (MessageQueue mq : mqs) {
-                c.seek(mq, 0);
-            }
             long deadline = System.currentTimeMillis() + timeoutMs;
             while (!got.hasAll(expected) && System.currentTimeMillis() < deadline) {
                 for (MessageExt m : c.poll(500)) {
