@@ -2,6 +2,8 @@
 //! deletes old CommitLog segments on its next clean round, the queue's min offset moves, and a
 //! consumer still behind it gets PULL_OFFSET_MOVED with the new start and can carry on from there.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -11,12 +13,8 @@ use skiff_model::command::{
 };
 use skiff_model::message::{Message, Properties};
 use skiff_model::record::Record;
-use skiff_server::broker::Broker;
-use skiff_server::config::{BrokerConfig, NamesrvConfig};
-use skiff_server::namesrv::NameServer;
-use skiff_server::remoting_client::RemotingClient;
 
-const TIMEOUT: Duration = Duration::from_secs(5);
+use common::{Cluster, TIMEOUT};
 const TOPIC: &str = "RetentionTopic";
 
 fn send(topic: &str, body: Bytes) -> Request {
@@ -58,36 +56,19 @@ fn pull(offset: i64) -> Request {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumers_behind_retention_are_moved_to_the_new_start() {
-    let dir = tempfile::tempdir().unwrap();
-    let namesrv = NameServer::start(NamesrvConfig {
-        bind_address: "127.0.0.1".parse().unwrap(),
-        listen_port: 0,
-        ..NamesrvConfig::default()
-    })
-    .await
-    .unwrap();
     let every_hour = (0..24)
         .map(|h| format!("{h:02}"))
         .collect::<Vec<_>>()
         .join(";");
-    let broker = Broker::start(BrokerConfig {
-        bind_address: "127.0.0.1".parse().unwrap(),
-        broker_ip1: Some("127.0.0.1".into()),
-        listen_port: 0,
-        namesrv_addr: Some(namesrv.local_addr().to_string()),
-        store_path_root_dir: dir.path().to_path_buf(),
-        mapped_file_size_commit_log: 64 * 1024,
-        max_message_size: 16 * 1024,
-        file_reserved_time: 0,
-        delete_when: every_hour,
-        clean_resource_interval: 100,
-        ..BrokerConfig::default()
+    let cluster = Cluster::start(|config| {
+        config.mapped_file_size_commit_log = 64 * 1024;
+        config.max_message_size = 16 * 1024;
+        config.file_reserved_time = 0;
+        config.delete_when = every_hour;
+        config.clean_resource_interval = 100;
     })
-    .await
-    .unwrap();
-    let client = RemotingClient::connect(&broker.local_addr().to_string(), TIMEOUT)
-        .await
-        .unwrap();
+    .await;
+    let client = cluster.broker_client().await;
 
     // About five segments' worth of 1 KiB messages.
     for i in 0..320 {
@@ -135,6 +116,5 @@ async fn consumers_behind_retention_are_moved_to_the_new_start() {
     assert_eq!(first.body, format!("{min:05}").repeat(200).as_bytes());
 
     drop(client);
-    broker.shutdown().await;
-    namesrv.shutdown().await;
+    cluster.stop().await;
 }

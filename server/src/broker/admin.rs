@@ -2,6 +2,7 @@
 //! information, as `mqadmin`, `DefaultMQAdminExt` and the dashboard use them.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use skiff_model::command::{ErrorKind, Reply};
 use skiff_model::consumer::{
@@ -14,31 +15,39 @@ use skiff_protocol::remoting::SKIFF_VERSION;
 use tracing::info;
 
 use super::BrokerState;
+use crate::net::Handled;
 
 /// The RocketMQ version Skiff answers as (`MQVersion.getVersionDesc`).
 const VERSION_DESC: &str = "V5_3_3";
 
-pub(super) fn create_topic(state: &BrokerState, mut config: TopicConfig) -> Reply {
+/// UPDATE_AND_CREATE_TOPIC; a changed topic is registered with the name servers before the
+/// answer, as Java does, so the admin's next route lookup sees it.
+pub(super) fn create_topic(state: &Arc<BrokerState>, mut config: TopicConfig) -> Handled {
     if let Err(remark) = topic::validate_topic(&config.topic_name) {
-        return Reply::error(ErrorKind::InvalidParameter, remark);
+        return Handled::Now(Reply::error(ErrorKind::InvalidParameter, remark));
     }
     if topic::is_system_topic(&config.topic_name) {
-        return Reply::error(
+        return Handled::Now(Reply::error(
             ErrorKind::InvalidParameter,
             format!(
                 "The topic[{}] is conflict with system topic.",
                 config.topic_name
             ),
-        );
+        ));
     }
     let existing = state.topics.get(&config.topic_name);
     config.attributes =
         apply_attribute_changes(existing.as_ref().map(|t| &t.attributes), &config.attributes);
-    if existing.as_ref() != Some(&config) {
-        info!(topic = %config.topic_name, queues = config.write_queue_nums, perm = config.perm, "topic created or updated");
-        state.topics.upsert(config);
+    if existing.as_ref() == Some(&config) {
+        return Handled::Now(Reply::Success);
     }
-    Reply::Success
+    info!(topic = %config.topic_name, queues = config.write_queue_nums, perm = config.perm, "topic created or updated");
+    state.topics.upsert(config);
+    let state = state.clone();
+    Handled::Later(Box::pin(async move {
+        state.name_servers.register(&state).await;
+        Reply::Success
+    }))
 }
 
 /// Topic attributes arrive as changes (`AttributeParser`): `+key` sets a value, `-key` removes

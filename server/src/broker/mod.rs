@@ -39,6 +39,7 @@ use consumers::ConsumerManager;
 use groups::SubscriptionGroupManager;
 use long_polling::PullHoldService;
 use offsets::ConsumerOffsetManager;
+use registration::NameServerLink;
 use stats::BrokerStats;
 use topics::TopicConfigManager;
 
@@ -54,6 +55,7 @@ pub(crate) struct BrokerState {
     consumers: ConsumerManager,
     pull_holds: PullHoldService,
     stats: BrokerStats,
+    name_servers: NameServerLink,
 }
 
 impl Service for BrokerState {
@@ -125,7 +127,7 @@ impl Service for BrokerState {
             Request::ViewMessage { commit_log_offset } => {
                 Handled::Now(queries::view_message(&self, commit_log_offset))
             }
-            Request::CreateTopic(topic) => Handled::Now(admin::create_topic(&self, topic)),
+            Request::CreateTopic(topic) => admin::create_topic(&self, topic),
             Request::DeleteTopicInBroker { topic } => {
                 Handled::Now(admin::delete_topic(&self, &topic))
             }
@@ -254,7 +256,9 @@ pub struct Broker {
     shutdown: CancellationToken,
     server: JoinHandle<()>,
     background: Vec<JoinHandle<()>>,
-    registration: registration::Registrar,
+    /// Stops re-registering before the broker unregisters.
+    stop_registering: CancellationToken,
+    registering: JoinHandle<()>,
 }
 
 impl Broker {
@@ -289,6 +293,7 @@ impl Broker {
             consumers: ConsumerManager::default(),
             pull_holds: PullHoldService::default(),
             stats: BrokerStats::new(now_millis()),
+            name_servers: NameServerLink::new(&config),
             broker_addr: broker_addr.clone(),
             store: store.clone(),
             config,
@@ -319,7 +324,13 @@ impl Broker {
                 shutdown.clone(),
             )),
         ];
-        let registration = registration::Registrar::start(state.clone(), shutdown.clone()).await;
+        // Routes exist when `start` returns, so clients started right after find this broker.
+        state.name_servers.register(&state).await;
+        let stop_registering = CancellationToken::new();
+        let registering = tokio::spawn(registration::keep_registering(
+            state.clone(),
+            stop_registering.clone(),
+        ));
         info!(
             broker = %state.config.broker_name,
             cluster = %state.config.broker_cluster_name,
@@ -333,7 +344,8 @@ impl Broker {
             shutdown,
             server,
             background,
-            registration,
+            stop_registering,
+            registering,
         })
     }
 
@@ -344,7 +356,9 @@ impl Broker {
 
     /// Unregisters, answers held pulls, drains connections, persists config and flushes the store.
     pub async fn shutdown(self) {
-        self.registration.unregister().await;
+        self.stop_registering.cancel();
+        let _ = self.registering.await;
+        self.state.name_servers.unregister(&self.state).await;
         self.state.pull_holds.shutdown();
         self.shutdown.cancel();
         let _ = self.server.await;

@@ -1,7 +1,11 @@
 //! Registration with name servers (`BrokerOuterAPI.registerBrokerAll`): at start, every
-//! `registerNameServerPeriod` (30 s), and at once whenever topics change, the broker sends its
-//! whole topic table to every name server; at shutdown it unregisters so clients stop routing to
-//! it before it goes away.
+//! `registerNameServerPeriod` (30 s), and whenever topics change, the broker sends its whole topic
+//! table to every name server; at shutdown it unregisters so clients stop routing to it before it
+//! goes away.
+//!
+//! A request that creates a topic (an auto-creating send, UPDATE_AND_CREATE_TOPIC) registers
+//! before it is answered, as the Java broker does: a client that asks a name server for the route
+//! right after its SEND_OK must find it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,58 +14,75 @@ use std::time::Duration;
 use skiff_model::command::{Reply, Request};
 use skiff_model::route::BrokerRegistration;
 use tokio::sync::Mutex;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
 
 use super::BrokerState;
+use crate::config::BrokerConfig;
 use crate::remoting_client::RemotingClient;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(6);
 
-type Clients = Mutex<HashMap<String, RemotingClient>>;
-
-pub(super) struct Registrar {
-    state: Arc<BrokerState>,
-    clients: Arc<Clients>,
-    task: JoinHandle<()>,
-    stop: CancellationToken,
+/// The broker's connections to its name servers.
+pub(super) struct NameServerLink {
+    addrs: Vec<String>,
+    /// One connection per name server; the lock also serializes registrations.
+    clients: Mutex<HashMap<String, RemotingClient>>,
 }
 
-impl Registrar {
-    /// Registers once (so routes exist when `start` returns), then keeps registering.
-    pub(super) async fn start(state: Arc<BrokerState>, shutdown: CancellationToken) -> Registrar {
-        let clients = Arc::new(Clients::default());
-        let addrs = name_server_addrs(&state);
+impl NameServerLink {
+    pub(super) fn new(config: &BrokerConfig) -> Self {
+        let addrs: Vec<String> = config
+            .namesrv_addr
+            .as_deref()
+            .unwrap_or("")
+            .split(';')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect();
         if addrs.is_empty() {
             warn!("namesrvAddr is not set: clients cannot find this broker; set namesrvAddr in the broker config");
         }
-        register_all(&state, &clients, &addrs).await;
-        let stop = shutdown.child_token();
-        let task = tokio::spawn(keep_registering(
-            state.clone(),
-            clients.clone(),
+        NameServerLink {
             addrs,
-            stop.clone(),
-        ));
-        Registrar {
-            state,
-            clients,
-            task,
-            stop,
+            clients: Mutex::new(HashMap::new()),
         }
     }
 
-    /// Stops registering and tells every name server this broker is leaving.
-    pub(super) async fn unregister(self) {
-        self.stop.cancel();
-        let _ = self.task.await;
-        let config = &self.state.config;
+    /// Sends the broker's current topic table to every name server.
+    pub(super) async fn register(&self, state: &BrokerState) {
+        let mut clients = self.clients.lock().await;
+        // Built under the lock, so a registration never overtakes a newer one with older topics.
+        let request = Request::RegisterBroker(registration(state));
+        for addr in &self.addrs {
+            let Some(client) = connected(&mut clients, addr).await else {
+                continue;
+            };
+            match client.invoke(&request, REQUEST_TIMEOUT).await {
+                Ok(Reply::BrokerRegistered(_)) => {}
+                Ok(Reply::Error(err)) => {
+                    warn!(namesrv = %addr, error = %err.message, "name server refused the registration")
+                }
+                Ok(other) => {
+                    warn!(namesrv = %addr, reply = ?other, "unexpected registration reply")
+                }
+                Err(err) => {
+                    warn!(namesrv = %addr, %err, "registration failed; will retry");
+                    clients.remove(addr);
+                }
+            }
+        }
+    }
+
+    /// Tells every name server this broker is leaving.
+    pub(super) async fn unregister(&self, state: &BrokerState) {
+        let config = &state.config;
         let request = Request::UnregisterBroker {
             cluster_name: config.broker_cluster_name.clone(),
             broker_name: config.broker_name.clone(),
-            broker_addr: self.state.broker_addr.clone(),
+            broker_addr: state.broker_addr.clone(),
             broker_id: config.broker_id,
         };
         for (addr, client) in self.clients.lock().await.drain() {
@@ -72,46 +93,54 @@ impl Registrar {
     }
 }
 
-fn name_server_addrs(state: &BrokerState) -> Vec<String> {
-    state
-        .config
-        .namesrv_addr
-        .as_deref()
-        .unwrap_or("")
-        .split(';')
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        .map(str::to_string)
-        .collect()
+/// The open connection to `addr`, reconnecting if needed.
+async fn connected(
+    clients: &mut HashMap<String, RemotingClient>,
+    addr: &str,
+) -> Option<RemotingClient> {
+    if let Some(client) = clients.get(addr).filter(|c| !c.is_closed()) {
+        return Some(client.clone());
+    }
+    match RemotingClient::connect(addr, CONNECT_TIMEOUT).await {
+        Ok(client) => {
+            clients.insert(addr.to_string(), client.clone());
+            Some(client)
+        }
+        Err(err) => {
+            warn!(namesrv = %addr, %err, "cannot register with name server; will retry (is namesrvAddr right?)");
+            None
+        }
+    }
 }
 
-async fn keep_registering(
-    state: Arc<BrokerState>,
-    clients: Arc<Clients>,
-    addrs: Vec<String>,
-    stop: CancellationToken,
-) {
+/// Re-registers every period and whenever the topic table changes, until `stop`.
+pub(super) async fn keep_registering(state: Arc<BrokerState>, stop: CancellationToken) {
     let period = Duration::from_millis(state.config.register_name_server_period.max(1000));
+    let mut topics_changed = state.topics.subscribe();
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(period) => {}
-            _ = state.topics.changed() => {}
+            // A watch keeps the change pending while a registration runs: none is missed.
+            changed = topics_changed.changed() => if changed.is_err() { return },
         }
-        register_all(&state, &clients, &addrs).await;
+        topics_changed.mark_unchanged();
+        state.name_servers.register(&state).await;
     }
 }
 
 fn registration(state: &BrokerState) -> BrokerRegistration {
     let config = &state.config;
     let (topics, data_version) = state.topics.snapshot();
-    let ha_port = config
-        .ha_listen_port
-        .unwrap_or_else(|| config.listen_port.wrapping_add(1));
-    let ip = state
+    let (ip, port) = state
         .broker_addr
         .rsplit_once(':')
-        .map_or(state.broker_addr.as_str(), |(ip, _)| ip);
+        .unwrap_or((state.broker_addr.as_str(), ""));
+    // Java's default HA port is the listen port + 1 (the bound one, when listenPort is 0).
+    let ha_port = config
+        .ha_listen_port
+        .or_else(|| port.parse::<u16>().ok().map(|p| p.wrapping_add(1)))
+        .unwrap_or(0);
     BrokerRegistration {
         cluster_name: config.broker_cluster_name.clone(),
         broker_name: config.broker_name.clone(),
@@ -123,36 +152,5 @@ fn registration(state: &BrokerState) -> BrokerRegistration {
         data_version,
         topics,
         filter_server_list: Vec::new(),
-    }
-}
-
-async fn register_all(state: &BrokerState, clients: &Clients, addrs: &[String]) {
-    let request = Request::RegisterBroker(registration(state));
-    let mut clients = clients.lock().await;
-    for addr in addrs {
-        let client = match clients.get(addr) {
-            Some(client) if !client.is_closed() => client.clone(),
-            _ => match RemotingClient::connect(addr, CONNECT_TIMEOUT).await {
-                Ok(client) => {
-                    clients.insert(addr.clone(), client.clone());
-                    client
-                }
-                Err(err) => {
-                    warn!(namesrv = %addr, %err, "cannot register with name server; will retry (is namesrvAddr right?)");
-                    continue;
-                }
-            },
-        };
-        match client.invoke(&request, REQUEST_TIMEOUT).await {
-            Ok(Reply::BrokerRegistered(_)) => {}
-            Ok(Reply::Error(err)) => {
-                warn!(namesrv = %addr, error = %err.message, "name server refused the registration")
-            }
-            Ok(other) => warn!(namesrv = %addr, reply = ?other, "unexpected registration reply"),
-            Err(err) => {
-                warn!(namesrv = %addr, %err, "registration failed; will retry");
-                clients.remove(addr);
-            }
-        }
     }
 }

@@ -33,6 +33,10 @@ pub(super) fn handle(
     };
     let state = state.clone();
     Handled::Later(Box::pin(async move {
+        if prepared.created_topic {
+            // As Java: the name servers know a new topic before its first send is answered.
+            state.name_servers.register(&state).await;
+        }
         let count = prepared.messages.len() as u64;
         match state.store.put_messages(prepared.messages).await {
             Ok(result) => {
@@ -61,6 +65,8 @@ struct Prepared {
     messages: Vec<MessageToStore>,
     queue_id: i32,
     transaction_id: Option<String>,
+    /// The send created a topic (auto-create, retry or DLQ topic).
+    created_topic: bool,
 }
 
 fn prepare(
@@ -111,6 +117,7 @@ fn prepare(
             "the message body is empty",
         ));
     }
+    let topics_version = state.topics.version();
     let mut topic_config = find_or_create_topic(state, &request)?;
     if !perm::is_writeable(topic_config.perm) {
         return Err(Reply::error(
@@ -219,6 +226,7 @@ fn prepare(
         messages: to_store,
         queue_id,
         transaction_id,
+        created_topic: state.topics.version() != topics_version,
     })
 }
 

@@ -13,7 +13,7 @@ use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
 use skiff_model::route::{perm, DataVersion, TopicConfig};
 use skiff_model::topic;
-use tokio::sync::Notify;
+use tokio::sync::watch;
 use tracing::{info, warn};
 
 use super::persist;
@@ -40,8 +40,8 @@ struct State {
 pub struct TopicConfigManager {
     state: RwLock<State>,
     path: PathBuf,
-    /// Woken whenever topics change, so the broker re-registers with name servers at once.
-    changed: Notify,
+    /// Bumped whenever topics change, so the broker re-registers with name servers at once.
+    changed: watch::Sender<u64>,
 }
 
 fn now_millis() -> i64 {
@@ -73,7 +73,7 @@ impl TopicConfigManager {
                 data_version,
             }),
             path,
-            changed: Notify::new(),
+            changed: watch::Sender::new(0),
         }
     }
 
@@ -87,9 +87,14 @@ impl TopicConfigManager {
         (state.topics.clone(), state.data_version)
     }
 
-    /// Completes when topics change (registration waits on this between periods).
-    pub async fn changed(&self) {
-        self.changed.notified().await;
+    /// A number that changes whenever the topic table does.
+    pub fn version(&self) -> u64 {
+        *self.changed.borrow()
+    }
+
+    /// Sees every change of the topic table (registration waits on this between periods).
+    pub fn subscribe(&self) -> watch::Receiver<u64> {
+        self.changed.subscribe()
     }
 
     /// Creates `name` from a template topic, as a producer sending to an unknown topic asks
@@ -208,7 +213,7 @@ impl TopicConfigManager {
 
     fn persist_and_announce(&self) {
         self.persist();
-        self.changed.notify_waiters();
+        self.changed.send_modify(|version| *version += 1);
     }
 }
 

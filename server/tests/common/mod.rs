@@ -1,0 +1,65 @@
+//! A name server and a broker on ephemeral loopback ports, for cross-module tests.
+
+// Every test binary compiles this module and uses a different part of it.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use skiff_server::broker::Broker;
+use skiff_server::config::{BrokerConfig, NamesrvConfig};
+use skiff_server::namesrv::NameServer;
+use skiff_server::remoting_client::RemotingClient;
+
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+pub struct Cluster {
+    pub namesrv: NameServer,
+    pub broker: Broker,
+    _dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    /// Starts both; `tune` adjusts the broker config (its store lives in a temp dir).
+    pub async fn start(tune: impl FnOnce(&mut BrokerConfig)) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let namesrv = NameServer::start(NamesrvConfig {
+            bind_address: "127.0.0.1".parse().unwrap(),
+            listen_port: 0,
+            ..NamesrvConfig::default()
+        })
+        .await
+        .unwrap();
+        let mut config = BrokerConfig {
+            bind_address: "127.0.0.1".parse().unwrap(),
+            broker_ip1: Some("127.0.0.1".into()),
+            listen_port: 0,
+            namesrv_addr: Some(namesrv.local_addr().to_string()),
+            store_path_root_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        };
+        tune(&mut config);
+        let broker = Broker::start(config).await.unwrap();
+        Cluster {
+            namesrv,
+            broker,
+            _dir: dir,
+        }
+    }
+
+    pub async fn broker_client(&self) -> RemotingClient {
+        RemotingClient::connect(&self.broker.local_addr().to_string(), TIMEOUT)
+            .await
+            .unwrap()
+    }
+
+    pub async fn namesrv_client(&self) -> RemotingClient {
+        RemotingClient::connect(&self.namesrv.local_addr().to_string(), TIMEOUT)
+            .await
+            .unwrap()
+    }
+
+    pub async fn stop(self) {
+        self.broker.shutdown().await;
+        self.namesrv.shutdown().await;
+    }
+}
