@@ -1,6 +1,6 @@
-# Sourced by make-java-store.sh and check-java-reads-skiff.sh: runs an Apache RocketMQ name
-# server and broker (from Maven Central) on a given store directory with the tiny file sizes
-# the store tests use.
+# Sourced by make-java-store.sh: runs an Apache RocketMQ name server and broker (from Maven
+# Central) on a given store directory with the tiny file sizes the store tests use. (That the
+# Java broker also reads Skiff's stores is proven in CI by compat-tests/tests/store_compat.rs.)
 #
 #   java_classpath <version> <work dir>        sets $cp
 #   java_configure <work dir> <store dir>      picks ports ($ns_port, $broker_port), writes configs
