@@ -64,7 +64,7 @@ pub use config::{FlushDiskType, StoreConfig};
 pub use env::{Clock, DiskProbe, StatvfsDisk, StoreEnv, SystemClock};
 pub use error::{PutError, StoreError};
 pub use index::QueryMessagesResult;
-pub use message_store::{ArrivalListener, MessageStore};
+pub use message_store::{ArrivalListener, FlushWait, MessageStore, Put};
 pub use put::{AppendedMessage, MessageToStore, PutResult, PutStatus};
 pub use read::{GetMessageStatus, GetMessagesResult};
 

@@ -21,7 +21,7 @@ use crate::env::StoreEnv;
 use crate::error::{PutError, StoreError};
 use crate::flush::{self, GroupCommit, Waker};
 use crate::index::{self, IndexService, QueryMessagesResult};
-use crate::put::{self, MessageToStore, PutResult, PutStatus};
+use crate::put::{self, AppendedMessage, MessageToStore, PutResult, PutStatus};
 use crate::queues::{self, QueueTable};
 use crate::read::GetMessagesResult;
 use crate::recovery::Recovery;
@@ -113,6 +113,41 @@ pub struct MessageStore {
     threads: Mutex<Vec<JoinHandle<()>>>,
     abort: AbortFile,
     _lock: DirLock,
+}
+
+/// What [`MessageStore::append_messages`] leaves to do.
+pub enum Put {
+    /// Stored as the configuration promises: answer now.
+    Done(PutResult),
+    /// Appended; sync flush must confirm before the put is answered.
+    AwaitFlush(FlushWait),
+}
+
+/// Appended messages waiting for group commit to flush them.
+pub struct FlushWait {
+    shared: Arc<Shared>,
+    end: i64,
+    messages: Vec<AppendedMessage>,
+    begin: Instant,
+}
+
+impl FlushWait {
+    /// Waits until the CommitLog is flushed past the messages, or `sync_flush_timeout_ms`
+    /// passes (`FlushDiskTimeout`; the messages stay stored).
+    pub async fn wait(self) -> PutResult {
+        let shared = &self.shared;
+        let done = shared.group_commit.request(self.end);
+        let timeout = Duration::from_millis(shared.config.sync_flush_timeout_ms);
+        let status = match tokio::time::timeout(timeout, done).await {
+            Ok(Ok(true)) => PutStatus::Ok,
+            _ => PutStatus::FlushDiskTimeout,
+        };
+        shared.stats.record_put_time(self.begin);
+        PutResult {
+            status,
+            messages: self.messages,
+        }
+    }
 }
 
 impl MessageStore {
@@ -233,14 +268,24 @@ impl MessageStore {
     /// queue offsets; with `SyncFlush` then waits for the disk (`FlushDiskTimeout` after
     /// `sync_flush_timeout_ms`, the messages stay stored).
     pub async fn put_messages(&self, messages: Vec<MessageToStore>) -> Result<PutResult, PutError> {
+        match self.append_messages(messages)? {
+            Put::Done(result) => Ok(result),
+            Put::AwaitFlush(wait) => Ok(wait.wait().await),
+        }
+    }
+
+    /// The synchronous half of [`put_messages`](Self::put_messages): appends now, on the
+    /// caller's thread, so a caller that appends in arrival order keeps that order in the queues.
+    /// What is left is a flush wait when sync flush must confirm before the put is answered.
+    pub fn append_messages(&self, messages: Vec<MessageToStore>) -> Result<Put, PutError> {
+        let begin = Instant::now();
         if messages.is_empty() {
-            return Ok(PutResult {
+            return Ok(Put::Done(PutResult {
                 status: PutStatus::Ok,
                 messages: Vec::new(),
-            });
+            }));
         }
         let shared = &self.shared;
-        let begin = Instant::now();
         let appended = match put::append(shared, &messages) {
             Ok(appended) => appended,
             Err(e) => {
@@ -248,14 +293,18 @@ impl MessageStore {
                 return Err(e);
             }
         };
-        let status = match shared.config.flush_disk_type {
+        match shared.config.flush_disk_type {
             FlushDiskType::SyncFlush if put::wants_flush_wait(&messages) => {
-                self.wait_for_flush(appended.end_offset).await
+                if shared.commit_log.flushed_where() < appended.end_offset {
+                    return Ok(Put::AwaitFlush(FlushWait {
+                        shared: Arc::clone(shared),
+                        end: appended.end_offset,
+                        messages: appended.messages,
+                        begin,
+                    }));
+                }
             }
-            FlushDiskType::SyncFlush => {
-                shared.group_commit.waker.wake();
-                PutStatus::Ok
-            }
+            FlushDiskType::SyncFlush => shared.group_commit.waker.wake(),
             FlushDiskType::AsyncFlush => {
                 // The thread flushes only once `least_pages` are dirty: wake it no sooner (Java
                 // wakes it on every put, a futex wake that costs more than the append).
@@ -264,30 +313,13 @@ impl MessageStore {
                 if dirty >= least * crate::mapped_file::OS_PAGE_SIZE as i64 {
                     shared.flush_waker.wake();
                 }
-                PutStatus::Ok
             }
-        };
-        shared
-            .stats
-            .put_message_entire_time_max
-            .fetch_max(begin.elapsed().as_millis() as u64, Ordering::Relaxed);
-        Ok(PutResult {
-            status,
+        }
+        shared.stats.record_put_time(begin);
+        Ok(Put::Done(PutResult {
+            status: PutStatus::Ok,
             messages: appended.messages,
-        })
-    }
-
-    async fn wait_for_flush(&self, end: i64) -> PutStatus {
-        let shared = &self.shared;
-        if shared.commit_log.flushed_where() >= end {
-            return PutStatus::Ok;
-        }
-        let done = shared.group_commit.request(end);
-        let timeout = Duration::from_millis(shared.config.sync_flush_timeout_ms);
-        match tokio::time::timeout(timeout, done).await {
-            Ok(Ok(true)) => PutStatus::Ok,
-            _ => PutStatus::FlushDiskTimeout,
-        }
+        }))
     }
 
     /// A pull (`DefaultMessageStore.getMessage`): up to `max_msg_nums` records from `offset`

@@ -37,6 +37,12 @@ impl Stats {
         counter.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Keeps the longest put so far (`putMessageEntireTimeMax`), flush wait included.
+    pub(crate) fn record_put_time(&self, begin: std::time::Instant) {
+        self.put_message_entire_time_max
+            .fetch_max(begin.elapsed().as_millis() as u64, Ordering::Relaxed);
+    }
+
     fn get(counter: &AtomicU64) -> u64 {
         counter.load(Ordering::Relaxed)
     }

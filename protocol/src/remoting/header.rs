@@ -11,8 +11,10 @@
 //! means null, so an empty string does not survive a binary header (Java has the same quirk).
 
 use std::collections::HashMap;
+use std::fmt;
 
 use bytes::{Buf, BufMut, BytesMut};
+use serde::de::{MapAccess, SeqAccess, Visitor};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -66,7 +68,7 @@ struct JsonHeader {
     #[serde(default)]
     remark: ExtValue,
     #[serde(default, rename = "extFields")]
-    ext_fields: Option<HashMap<String, ExtValue>>,
+    ext_fields: ExtFields,
 }
 
 /// An `int` header field: a number, a numeric string, or null (0), as fastjson would accept.
@@ -115,13 +117,92 @@ struct ExtValue(Option<String>);
 
 impl<'de> Deserialize<'de> for ExtValue {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(ExtValue(match Value::deserialize(d)? {
-            Value::Null => None,
-            Value::String(s) => Some(s),
-            Value::Bool(b) => Some(b.to_string()),
-            Value::Number(n) => Some(n.to_string()),
-            other => Some(other.to_string()),
-        }))
+        d.deserialize_any(ExtValueVisitor).map(ExtValue)
+    }
+}
+
+/// Visits the value directly: every send carries a dozen of them, so no `Value` in between.
+struct ExtValueVisitor;
+
+impl<'de> Visitor<'de> for ExtValueVisitor {
+    type Value = Option<String>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+        Ok(Some(v.to_owned()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+        Ok(Some(v))
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
+        Ok(Some(v.to_string()))
+    }
+
+    fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
+        Ok(Some(Value::from(v).to_string()))
+    }
+
+    fn visit_unit<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_none<E>(self) -> Result<Self::Value, E> {
+        Ok(None)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        let value = Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(Some(value.to_string()))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        let value = Value::deserialize(serde::de::value::MapAccessDeserializer::new(map))?;
+        Ok(Some(value.to_string()))
+    }
+}
+
+/// `extFields`: an object whose null values are left out, or null for none.
+#[derive(Default)]
+struct ExtFields(HashMap<String, String>);
+
+impl<'de> Deserialize<'de> for ExtFields {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct FieldsVisitor;
+        impl<'de> Visitor<'de> for FieldsVisitor {
+            type Value = HashMap<String, String>;
+
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("an object or null")
+            }
+
+            fn visit_unit<E>(self) -> Result<Self::Value, E> {
+                Ok(HashMap::new())
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut fields = HashMap::with_capacity(map.size_hint().unwrap_or(16));
+                while let Some((key, ExtValue(value))) = map.next_entry::<String, ExtValue>()? {
+                    if let Some(value) = value {
+                        fields.insert(key, value);
+                    }
+                }
+                Ok(fields)
+            }
+        }
+        d.deserialize_any(FieldsVisitor).map(ExtFields)
     }
 }
 
@@ -135,12 +216,6 @@ pub(super) fn decode_json(bytes: &[u8]) -> Result<Header, CodecError> {
             serde_json::from_value(value).map_err(|e| CodecError::BadJsonHeader(e.to_string()))?
         }
     };
-    let ext_fields = header
-        .ext_fields
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|(k, v)| v.0.map(|v| (k, v)))
-        .collect();
     Ok(Header {
         code: header.code.0,
         language: header.language.0,
@@ -148,7 +223,7 @@ pub(super) fn decode_json(bytes: &[u8]) -> Result<Header, CodecError> {
         opaque: header.opaque.0,
         flag: header.flag.0,
         remark: header.remark.0,
-        ext_fields,
+        ext_fields: header.ext_fields.0,
     })
 }
 
@@ -313,6 +388,11 @@ mod tests {
         assert_eq!(header.ext_fields["k"], "false");
         assert_eq!(header.ext_fields["y"], "1.5");
         assert!(!header.ext_fields.contains_key("x"));
+        let header =
+            decode_json(br#"{"code":34,"opaque":9,"extFields":{"n":{"b":[1,"c"]}}}"#).unwrap();
+        assert_eq!(header.ext_fields["n"], r#"{"b":[1,"c"]}"#);
+        let header = decode_json(br#"{"code":34,"opaque":9,"extFields":null}"#).unwrap();
+        assert!(header.ext_fields.is_empty());
         // Missing fields take Java's defaults.
         let header =
             decode_json(br#"{"code":34,"opaque":9,"language":"COBOL","extra":[1]}"#).unwrap();

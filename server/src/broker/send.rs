@@ -13,7 +13,7 @@ use skiff_model::command::{ErrorKind, Reply, SendRequest, SendResult, SendStatus
 use skiff_model::message::{keys, sys_flag, Message};
 use skiff_model::route::{perm, TopicConfig, TopicFilterType};
 use skiff_model::topic;
-use skiff_store::{MessageToStore, PutError, PutStatus};
+use skiff_store::{MessageToStore, Put, PutError, PutResult, PutStatus};
 
 use super::uniq_id::UniqIdGenerator;
 use super::{now_millis, BrokerState};
@@ -31,33 +31,59 @@ pub(super) fn handle(
         Ok(prepared) => prepared,
         Err(reply) => return Handled::Now(reply),
     };
-    let state = state.clone();
-    Handled::Later(Box::pin(async move {
-        if prepared.created_topic {
-            // As Java: the name servers know a new topic before its first send is answered.
-            state.name_servers.register(&state).await;
+    let count = prepared.messages.len() as u64;
+    // Appended here, on the connection's reader, so sends keep their arrival order; only what
+    // must wait (a new topic's registration, a sync flush) runs on a task of its own.
+    let put = match state.store.append_messages(prepared.messages) {
+        Ok(put) => put,
+        Err(err) => return Handled::Now(put_error_reply(&err)),
+    };
+    state.stats.messages_put(count);
+    let reply = ReplyParts {
+        queue_id: prepared.queue_id,
+        transaction_id: prepared.transaction_id,
+    };
+    match (put, prepared.created_topic) {
+        (Put::Done(result), false) => Handled::Now(reply.sent(state, result)),
+        (put, created_topic) => {
+            let state = state.clone();
+            Handled::Later(Box::pin(async move {
+                if created_topic {
+                    // As Java: the name servers know a new topic before its first send is answered.
+                    state.name_servers.register(&state).await;
+                }
+                let result = match put {
+                    Put::Done(result) => result,
+                    Put::AwaitFlush(wait) => wait.wait().await,
+                };
+                reply.sent(&state, result)
+            }))
         }
-        let count = prepared.messages.len() as u64;
-        match state.store.put_messages(prepared.messages).await {
-            Ok(result) => {
-                state.stats.messages_put(count);
-                let first = result.messages.first();
-                Reply::Sent(SendResult {
-                    status: match result.status {
-                        PutStatus::Ok => SendStatus::Ok,
-                        PutStatus::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
-                    },
-                    msg_ids: result.messages.iter().map(|m| m.msg_id.clone()).collect(),
-                    queue_id: prepared.queue_id,
-                    queue_offset: first.map(|m| m.queue_offset).unwrap_or(0),
-                    transaction_id: prepared.transaction_id,
-                    region_id: state.config.region_id.clone(),
-                    trace_on: state.config.trace_on,
-                })
-            }
-            Err(err) => put_error_reply(&err),
-        }
-    }))
+    }
+}
+
+/// What the reply to a stored send needs besides the store's answer.
+struct ReplyParts {
+    queue_id: i32,
+    transaction_id: Option<String>,
+}
+
+impl ReplyParts {
+    fn sent(self, state: &BrokerState, result: PutResult) -> Reply {
+        let first = result.messages.first();
+        Reply::Sent(SendResult {
+            status: match result.status {
+                PutStatus::Ok => SendStatus::Ok,
+                PutStatus::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
+            },
+            msg_ids: result.messages.iter().map(|m| m.msg_id.clone()).collect(),
+            queue_id: self.queue_id,
+            queue_offset: first.map(|m| m.queue_offset).unwrap_or(0),
+            transaction_id: self.transaction_id,
+            region_id: state.config.region_id.clone(),
+            trace_on: state.config.trace_on,
+        })
+    }
 }
 
 /// What goes to the store, and what the reply needs besides the store's answer.
