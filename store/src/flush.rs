@@ -130,6 +130,7 @@ pub(crate) fn run_async_flush(shared: Arc<Shared>) {
     let config = &shared.config;
     let interval = Duration::from_millis(config.flush_interval_commit_log_ms);
     let mut last_thorough = shared.env.clock.now_ms();
+    let mut populate = Populate::new();
     while shared.flush_waker.wait(interval) {
         let now = shared.env.clock.now_ms();
         let mut least_pages = config.flush_commit_log_least_pages as usize;
@@ -140,6 +141,7 @@ pub(crate) fn run_async_flush(shared: Arc<Shared>) {
         if let Err(e) = flush_commit_log(&shared, least_pages) {
             tracing::error!(error = %e, "commit log flush failed");
         }
+        populate.ahead(&shared);
     }
     final_flush(&shared);
 }
@@ -147,8 +149,10 @@ pub(crate) fn run_async_flush(shared: Arc<Shared>) {
 /// The group commit thread (sync flush).
 pub(crate) fn run_group_commit(shared: Arc<Shared>) {
     let group = &shared.group_commit;
+    let mut populate = Populate::new();
     while group.waker.wait(Duration::from_millis(10)) {
         commit_group(&shared, group.take(false));
+        populate.ahead(&shared);
     }
     // Puts that raced with the stop still get their answer.
     commit_group(&shared, group.take(true));
@@ -167,6 +171,28 @@ fn commit_group(shared: &Shared, requests: Vec<FlushRequest>) {
     }
     if let Err(e) = flushed {
         tracing::error!(error = %e, "commit log flush failed");
+    }
+}
+
+/// A flush thread's pre-faulting of CommitLog pages ahead of the writer, given up for good when
+/// the kernel does not support it.
+struct Populate {
+    ahead: i64,
+    supported: bool,
+}
+
+impl Populate {
+    fn new() -> Self {
+        Populate {
+            ahead: 0,
+            supported: true,
+        }
+    }
+
+    fn ahead(&mut self, shared: &Shared) {
+        if self.supported {
+            self.supported = shared.commit_log.populate_ahead(&mut self.ahead);
+        }
     }
 }
 
