@@ -167,7 +167,10 @@ phase_begin() {
     phase_t0=$(date +%s.%N)
 }
 phase_end() {
-    put "$1.broker_cpu" "$(python3 -c "import time; print(f'{($(cpu_secs "$broker_pid") - $phase_cpu) / (time.time() - $phase_t0):.2f}')")"
+    local used
+    used=$(python3 -c "print($(cpu_secs "$broker_pid") - $phase_cpu)")
+    put "$1.broker_cpu" "$(python3 -c "import time; print(f'{$used / (time.time() - $phase_t0):.2f}')")"
+    put "$1.broker_cpu_secs" "$used"
 }
 
 peak_rss_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status"; }

@@ -130,7 +130,7 @@ def load(path):
 def num(r, key):
     try:
         return float(r[key])
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, TypeError):
         return None
 
 
@@ -145,6 +145,8 @@ def fmt(v, unit=""):
         return f"{v:,.0f} MiB"
     if unit == "s":
         return f"{v:.2f} s"
+    if unit == "us":
+        return f"{v:.1f} µs"
     return f"{v:,.0f}"
 
 
@@ -193,6 +195,27 @@ def doc(results, path):
         "apache.async.peak_rss_kb", "MiB", 0.25, False, 1 / 1024)
     row("broker peak RSS (VmHWM), SYNC_FLUSH session", "skiff.sync.peak_rss_kb",
         "apache.sync.peak_rss_kb", "MiB", 0.25, False, 1 / 1024)
+    # Broker CPU per message: on a shared 2-core box the least noisy comparison, and the one that
+    # still holds when the load generator, not the broker, limits the rate.
+    for f in ("async", "sync"):
+        for side, tool in (("java_send", "Apache Producer"), ("skiff_send", "`skiff bench`")):
+            per = {}
+            for t in ("skiff", "apache"):
+                c, tps = num(r, f"{t}.{f}.{side}.broker_cpu"), num(r, f"{t}.{f}.{side}.tps")
+                per[t] = c * 1e6 / tps if c is not None and tps else None
+            r[f"skiff.{f}.{side}.us_per_msg"] = per["skiff"]
+            r[f"apache.{f}.{side}.us_per_msg"] = per["apache"]
+            row(f"broker CPU per message sent, {f.upper()}_FLUSH ({tool})",
+                f"skiff.{f}.{side}.us_per_msg", f"apache.{f}.{side}.us_per_msg", "us", None, False)
+    # Both consumers drain the same backlog, whose size `skiff bench consume` reports; the phase's
+    # broker CPU time over it counts the idle tail after the backlog ran dry as well (near zero).
+    for side, tool in (("java_consume", "Apache Consumer"), ("skiff_consume", "`skiff bench`")):
+        for t in ("skiff", "apache"):
+            secs = num(r, f"{t}.async.{side}.broker_cpu_secs")
+            msgs = num(r, f"{t}.async.skiff_consume.messages")
+            r[f"{t}.async.{side}.us_per_msg"] = secs * 1e6 / msgs if secs is not None and msgs else None
+        row(f"broker CPU per message consumed, ASYNC_FLUSH ({tool})",
+            f"skiff.async.{side}.us_per_msg", f"apache.async.{side}.us_per_msg", "us", None, False)
 
     cpu = []
     for t in ("skiff", "apache"):
