@@ -70,15 +70,15 @@ struct ReplyParts {
 
 impl ReplyParts {
     fn sent(self, state: &BrokerState, result: PutResult) -> Reply {
-        let first = result.messages.first();
+        let queue_offset = result.messages.first().map_or(0, |m| m.queue_offset);
         Reply::Sent(SendResult {
             status: match result.status {
                 PutStatus::Ok => SendStatus::Ok,
                 PutStatus::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
             },
-            msg_ids: result.messages.iter().map(|m| m.msg_id.clone()).collect(),
+            msg_ids: result.messages.into_iter().map(|m| m.msg_id).collect(),
             queue_id: self.queue_id,
-            queue_offset: first.map(|m| m.queue_offset).unwrap_or(0),
+            queue_offset,
             transaction_id: self.transaction_id,
             region_id: state.config.region_id.clone(),
             trace_on: state.config.trace_on,
