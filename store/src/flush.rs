@@ -217,8 +217,12 @@ pub(crate) fn run_consume_queue_flush(shared: Arc<Shared>) {
             last_thorough = now;
         }
         flush_consume_queues(&shared, thorough);
-        // This thread ticks about once a second: a fine clock for the TPS samples.
+        // This thread ticks about once a second: a fine clock for the TPS samples, and often
+        // enough to keep the CommitLog's resident pages near its tail.
         shared.stats.sample(now);
+        shared
+            .commit_log
+            .release_cold_pages(crate::commit_log::RESIDENT_TAIL);
     }
     flush_consume_queues(&shared, true);
 }

@@ -250,6 +250,23 @@ impl MappedFile {
         }
     }
 
+    /// Unmaps the pages of `[0, to)` from this process (`MADV_DONTNEED`). The mapping is shared
+    /// and file-backed, so nothing is lost: dirty pages stay dirty in the page cache, and a later
+    /// read maps the same bytes again. Only the broker's resident set shrinks.
+    pub(crate) fn release_pages(&self, to: usize) -> io::Result<()> {
+        let to = (to / OS_PAGE_SIZE * OS_PAGE_SIZE).min(self.size());
+        if to == 0 {
+            return Ok(());
+        }
+        // SAFETY: MADV_DONTNEED on a MAP_SHARED file mapping keeps the contents (the zero-fill
+        // that makes it unsafe in general applies to private and anonymous mappings only), so
+        // slices handed out of this mapping keep reading the same bytes.
+        unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, to)
+        }
+    }
+
     /// Maps `[from, to)` writable ahead of the writer without touching the bytes
     /// (`MADV_POPULATE_WRITE`), so the append that later writes there takes no page fault, and no
     /// kernel zeroing, under the put lock. Fails on kernels before 5.14.
@@ -340,6 +357,26 @@ impl AsRef<[u8]> for MappedSlice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn releasing_pages_keeps_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = Arc::new(
+            MappedFile::create(dir.path().join(file_name(0)), 0, 4 * OS_PAGE_SIZE).unwrap(),
+        );
+        let record = vec![7u8; OS_PAGE_SIZE + 10];
+        assert_eq!(file.append(&record), Some(0));
+        let slice = file.slice(0, record.len()).unwrap();
+        // Not flushed yet: the dirty pages must survive being unmapped.
+        file.release_pages(2 * OS_PAGE_SIZE + 1).unwrap();
+        assert_eq!(&slice[..], &record[..]);
+        assert_eq!(file.read(0, record.len()), Some(&record[..]));
+        assert_eq!(file.append(b"next"), Some(record.len()));
+        file.flush(0).unwrap();
+        let on_disk = std::fs::read(file.path()).unwrap();
+        assert_eq!(&on_disk[..record.len()], &record[..]);
+        assert_eq!(&on_disk[record.len()..record.len() + 4], b"next");
+    }
 
     #[test]
     fn populating_ahead_changes_no_byte() {
