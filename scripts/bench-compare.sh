@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Skiff against Apache RocketMQ 5.3.3 on this machine, with Apache's own benchmark tools.
 #
-#   scripts/bench-compare.sh            full run (10 s warm-up + 60 s per measurement, ~25 min)
+#   scripts/bench-compare.sh            full run (10 s warm-up + 60 s per measurement, ~20 min)
 #   scripts/bench-compare.sh --quick    smoke run (short measurements, small recovery, ~5 min)
 #
 # For each broker (Skiff's `skiff standalone`, release build; Apache's namesrv + broker 5.3.3 on
