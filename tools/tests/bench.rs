@@ -1,71 +1,21 @@
 //! `skiff bench` against a real `skiff standalone` on free ports: a short produce + consume run
 //! must consume exactly what it produced and print a sane report.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+mod common;
+
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// A running `skiff standalone`, killed when dropped.
-struct Standalone {
-    child: Child,
-    namesrv: String,
-    _data: tempfile::TempDir,
-}
+use common::{address, Standalone};
 
-impl Standalone {
-    fn start() -> Standalone {
-        let data = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_skiff"))
-            .args(["standalone", "--data"])
-            .arg(data.path())
-            .args([
-                "--namesrv-listen",
-                "127.0.0.1:0",
-                "--broker-listen",
-                "127.0.0.1:0",
-            ])
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("spawn skiff standalone");
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut namesrv = None;
-        while namesrv.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = lines
-                .recv_timeout(left)
-                .expect("standalone printed its addresses");
-            if line.trim_start().starts_with("name server") {
-                namesrv = line
-                    .split_whitespace()
-                    .find(|w| w.parse::<std::net::SocketAddr>().is_ok())
-                    .map(str::to_string);
-            }
-        }
-        Standalone {
-            child,
-            namesrv: namesrv.unwrap(),
-            _data: data,
-        }
-    }
-}
-
-impl Drop for Standalone {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// A `skiff standalone` on free ports and its name server's address.
+fn standalone() -> (Standalone, String) {
+    let skiff = Standalone::start(&["--broker-listen", "127.0.0.1:0"]);
+    let banner = skiff
+        .banner(Duration::from_secs(60))
+        .expect("standalone printed its addresses");
+    let namesrv = address(&banner, "name server").to_string();
+    (skiff, namesrv)
 }
 
 fn bench(args: &[&str]) -> Output {
@@ -113,11 +63,11 @@ fn value(pairs: &[(String, String)], key: &str) -> f64 {
 
 #[test]
 fn both_mode_consumes_what_it_produced() {
-    let skiff = Standalone::start();
+    let (_skiff, namesrv) = standalone();
     let out = bench(&[
         "both",
         "--namesrv",
-        &skiff.namesrv,
+        &namesrv,
         "--messages",
         "2000",
         "--producers",
@@ -159,7 +109,7 @@ fn both_mode_consumes_what_it_produced() {
     );
 
     // The backlog it left is read back by a consume-only run, which then stops by itself.
-    let out = bench(&["consume", "--namesrv", &skiff.namesrv, "--backlog"]);
+    let out = bench(&["consume", "--namesrv", &namesrv, "--backlog"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}");
     assert_eq!(value(&summary(&stdout, "consume"), "messages"), 2000.0);
@@ -167,10 +117,10 @@ fn both_mode_consumes_what_it_produced() {
 
 #[test]
 fn timed_async_run_reports_every_interval() {
-    let skiff = Standalone::start();
+    let (_skiff, namesrv) = standalone();
     let out = bench(&[
         "--namesrv",
-        &skiff.namesrv,
+        &namesrv,
         "--duration",
         "2s",
         "--async",
