@@ -292,7 +292,11 @@ impl<'a> Record<'a> {
             if buf.remaining() < 2 {
                 return Err(size_mismatch(total + 2));
             }
-            buf.get_i16() as usize
+            // Java reads a signed short; a negative length is a damaged record.
+            match usize::try_from(buf.get_i16()) {
+                Ok(len) => len,
+                Err(_) => return Err(size_mismatch(total + 2)),
+            }
         } else {
             if buf.remaining() < 1 {
                 return Err(size_mismatch(total + 1));
@@ -503,6 +507,20 @@ mod tests {
         assert!(matches!(
             Record::decode(&bad_magic, true),
             Err(RecordError::BadMagic(_))
+        ));
+    }
+
+    #[test]
+    fn negative_v2_topic_lengths_are_rejected() {
+        // Found by the decode_record fuzz target: a length of -1 once wrapped to usize::MAX.
+        let topic = "T".repeat(200);
+        let mut out = Vec::new();
+        sample(&topic, b"", "").encode(&mut out).unwrap();
+        let topic_len_at = out.len() - 2 - topic.len() - 2;
+        out[topic_len_at..topic_len_at + 2].copy_from_slice(&(-1_i16).to_be_bytes());
+        assert!(matches!(
+            Record::decode(&out, false),
+            Err(RecordError::SizeMismatch { .. })
         ));
     }
 

@@ -20,7 +20,9 @@ fn now_ms() -> i64 {
 /// The local hour of `ms`, as `delete_when` spells it.
 fn local_hour(ms: i64) -> String {
     let seconds = (ms / 1000) as libc::time_t;
+    // SAFETY: `tm` is plain old data, for which all-zero bytes are a valid value.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: both pointers come from live references; localtime_r is the thread-safe variant.
     unsafe { libc::localtime_r(&seconds, &mut tm) };
     format!("{:02}", tm.tm_hour)
 }

@@ -3,8 +3,8 @@
 //!
 //! [`Broker::start`] opens the message store (recovering it if needed), loads the `config/` files,
 //! binds the listener, registers with every name server and starts the background services.
-//! Request handling is split by concern: [`send`], [`pull`], [`client`] (heartbeats and group
-//! membership), [`queries`] (offsets and timestamps) and [`admin`].
+//! Request handling is split by concern: `send`, `pull`, `client` (heartbeats and group
+//! membership), `queries` (offsets and timestamps) and `admin`.
 
 mod admin;
 mod client;
