@@ -542,9 +542,11 @@ impl Timer {
         let (topic, queue_id) = if roll {
             (record.topic.to_string(), record.queue_id)
         } else {
-            let topic = properties.remove(keys::REAL_TOPIC);
+            // They stay in the stored properties: Java clears them after it has encoded the
+            // properties, so its delivered messages carry them too.
+            let topic = properties.get(keys::REAL_TOPIC).map(str::to_string);
             let queue_id = properties
-                .remove(keys::REAL_QUEUE_ID)
+                .get(keys::REAL_QUEUE_ID)
                 .and_then(|q| q.parse::<i32>().ok());
             match (topic, queue_id) {
                 (Some(topic), Some(queue_id)) => (topic, queue_id),

@@ -242,8 +242,9 @@ fn messages_are_delivered_at_their_time_never_before() {
     timer.dequeue(NOW + 3_500);
     assert_eq!(h.delivered_keys(), vec!["c", "a", "b"]);
     let props = &h.delivered()[0];
-    assert_eq!(props.get(keys::REAL_TOPIC), None);
-    assert_eq!(props.get(keys::REAL_QUEUE_ID), None);
+    // As Java's delivered messages: REAL_TOPIC and REAL_QID stay.
+    assert_eq!(props.get(keys::REAL_TOPIC), Some("TopicA"));
+    assert_eq!(props.get(keys::REAL_QUEUE_ID), Some("1"));
     assert_eq!(
         props.get(TIMER_OUT_MS),
         Some((NOW + 1000).to_string().as_str())
