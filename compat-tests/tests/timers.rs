@@ -1,6 +1,7 @@
 //! 5.x timer messages (`TIMER_DELAY_SEC`, `TIMER_DELAY_MS`, `TIMER_DELIVER_MS`) with both client
 //! versions: delivered never early and within a bound, Java's refusal of a delay over
-//! `timerMaxDelaySec`, and pending timer messages surviving a SIGTERM restart and a `kill -9`.
+//! `timerMaxDelaySec`, and pending timer messages surviving a SIGTERM restart and a `kill -9`, and
+//! a store the Java broker wrote with pending timer messages opened by Skiff.
 //! See `java/src/skiff/compat/Timers.java`.
 
 use std::sync::Mutex;
@@ -10,7 +11,7 @@ use anyhow::{Context, Result};
 use skiff_compat_tests::java::Client;
 use skiff_compat_tests::settings::{self, TargetKind};
 use skiff_compat_tests::suite::{run_for_all_clients, unique_id, SCENARIO_TIMEOUT};
-use skiff_compat_tests::target::{FlushDisk, Stop, Target};
+use skiff_compat_tests::target::{FlushDisk, Options, Stop, Target};
 
 /// Each test runs its own broker; one at a time keeps 2 cores from thrashing.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
@@ -42,10 +43,20 @@ fn timer_messages_are_delivered_on_time() {
 }
 
 /// Sends timer messages due 4-12 s later with every client, stops the broker as `how`, restarts
-/// it and checks that each arrives, none stored before its time.
-fn pending_timers_survive(label: &str, flush: FlushDisk, how: Stop) {
+/// it (as `handover`'s second kind, after the first wrote the store) and checks that each
+/// arrives, none stored before its time.
+fn pending_timers_survive(
+    label: &str,
+    flush: FlushDisk,
+    how: Stop,
+    handover: Option<(TargetKind, TargetKind)>,
+) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let target = Target::start(label, flush).expect("start the target");
+    let mut opts = Options::new(flush).expect("settings");
+    if let Some((writer, _)) = handover {
+        opts.kind = writer;
+    }
+    let target = Target::start_with(label, opts).expect("start the target");
     let result = (|| {
         let namesrv = target.namesrv();
         let broker = target.broker();
@@ -72,8 +83,16 @@ fn pending_timers_survive(label: &str, flush: FlushDisk, how: Stop) {
             runs.push((client, id, file_arg));
         }
         let t = Instant::now();
-        target.stop(how)?;
-        target.restart()?;
+        match handover {
+            Some((_, reader)) => {
+                target.stop_all(how)?;
+                target.restart_as(reader)?;
+            }
+            None => {
+                target.stop(how)?;
+                target.restart()?;
+            }
+        }
         println!("{how:?} and restart took {:.1?}", t.elapsed());
         let no_duplicates = if how == Stop::Graceful {
             "true"
@@ -106,10 +125,36 @@ fn pending_timers_survive(label: &str, flush: FlushDisk, how: Stop) {
 
 #[test]
 fn pending_timers_survive_a_sigterm_restart() {
-    pending_timers_survive("timers-sigterm", FlushDisk::Async, Stop::Graceful);
+    pending_timers_survive("timers-sigterm", FlushDisk::Async, Stop::Graceful, None);
 }
 
 #[test]
 fn pending_timers_survive_kill9() {
-    pending_timers_survive("timers-kill9", FlushDisk::Sync, Stop::Kill);
+    pending_timers_survive("timers-kill9", FlushDisk::Sync, Stop::Kill, None);
+}
+
+/// The Java broker (5.3.3) writes pending timer messages into its `timerwheel`, `timerlog/` and
+/// `config/timercheck`, stops (SIGTERM, or `kill -9`), and Skiff opens the directory: every one
+/// is delivered, none early. Against `SKIFF_COMPAT_TARGET=apache` the Java broker reads too.
+fn java_writes_pending_timers(label: &str, how: Stop) {
+    let reader = match settings::target_kind().expect("settings") {
+        TargetKind::Skiff => TargetKind::Skiff,
+        TargetKind::Apache => TargetKind::Apache,
+    };
+    pending_timers_survive(
+        label,
+        FlushDisk::Async,
+        how,
+        Some((TargetKind::Apache, reader)),
+    );
+}
+
+#[test]
+fn pending_timers_of_a_java_store_are_delivered_after_a_clean_stop() {
+    java_writes_pending_timers("timers-java-sigterm", Stop::Graceful);
+}
+
+#[test]
+fn pending_timers_of_a_java_store_are_delivered_after_kill9() {
+    java_writes_pending_timers("timers-java-kill9", Stop::Kill);
 }
