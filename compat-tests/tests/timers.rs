@@ -137,10 +137,7 @@ fn pending_timers_survive_kill9() {
 /// `config/timercheck`, stops (SIGTERM, or `kill -9`), and Skiff opens the directory: every one
 /// is delivered, none early. Against `SKIFF_COMPAT_TARGET=apache` the Java broker reads too.
 fn java_writes_pending_timers(label: &str, how: Stop) {
-    let reader = match settings::target_kind().expect("settings") {
-        TargetKind::Skiff => TargetKind::Skiff,
-        TargetKind::Apache => TargetKind::Apache,
-    };
+    let reader = settings::target_kind().expect("settings");
     pending_timers_survive(
         label,
         FlushDisk::Async,

@@ -65,6 +65,9 @@ public final class Main {
                 case "timer-verify":
                     Timers.verify(a);
                     break;
+                case "timer-bench":
+                    TimerBench.run(a);
+                    break;
                 default:
                     throw new Common.Fail("unknown scenario " + a.scenario);
             }
