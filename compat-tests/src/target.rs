@@ -518,6 +518,13 @@ impl Target {
         self.restart()
     }
 
+    /// The broker process's id (Skiff's standalone process, or the Java broker's JVM), for
+    /// measurements such as its resident memory.
+    pub fn broker_pid(&self) -> Option<i32> {
+        let run = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        run.broker.as_ref().map(Proc::pid)
+    }
+
     /// The tail of every process's output and log hints, for failure messages.
     pub fn logs(&self) -> String {
         let run = self.running.lock().unwrap_or_else(|e| e.into_inner());

@@ -5,7 +5,8 @@
 //! pointing into the CommitLog), dispatch from records to queues, flushing (an async flush
 //! thread, or group commit for sync flush), the `checkpoint` and `abort` files, crash recovery,
 //! the IndexFiles (keys and unique keys, built by a background thread) and retention (old
-//! segments deleted by age and disk usage, puts refused when the disk is full). A directory
+//! segments deleted by age and disk usage, puts refused when the disk is full), and the timer's
+//! files (`timerwheel`, `timerlog/`, `config/timercheck`, see [`timer`]). A directory
 //! written by the Java broker opens here and the other way round. The record layout itself
 //! comes from `skiff_model::record`.
 //!
@@ -59,6 +60,7 @@ mod read;
 mod recovery;
 mod retention;
 mod stats;
+pub mod timer;
 
 pub use config::{FlushDiskType, StoreConfig};
 pub use env::{Clock, DiskProbe, StatvfsDisk, StoreEnv, SystemClock};

@@ -18,6 +18,7 @@ mod queries;
 mod registration;
 mod send;
 mod stats;
+mod timer;
 mod topics;
 mod uniq_id;
 
@@ -259,6 +260,8 @@ pub struct Broker {
     /// Stops re-registering before the broker unregisters.
     stop_registering: CancellationToken,
     registering: JoinHandle<()>,
+    /// The timer thread (`timerWheelEnable`).
+    timer: Option<timer::TimerService>,
 }
 
 impl Broker {
@@ -306,6 +309,13 @@ impl Broker {
             }
         }));
 
+        let timer = {
+            let (config, store) = (state.config.clone(), store.clone());
+            tokio::task::spawn_blocking(move || timer::TimerService::start(&config, store))
+                .await?
+                .context("cannot open the timer files (timerwheel, timerlog, config/timercheck)")?
+        };
+
         let shutdown = CancellationToken::new();
         let server = tokio::spawn(net::serve(
             listener,
@@ -346,6 +356,7 @@ impl Broker {
             background,
             stop_registering,
             registering,
+            timer,
         })
     }
 
@@ -368,6 +379,9 @@ impl Broker {
         self.state.offsets.persist_if_dirty();
         self.state.topics.persist();
         self.state.groups.persist();
+        if let Some(timer) = self.timer {
+            let _ = tokio::task::spawn_blocking(move || timer.stop()).await;
+        }
         let store = self.state.store.clone();
         let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
         info!(broker = %self.state.config.broker_name, "broker stopped");

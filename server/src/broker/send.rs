@@ -15,6 +15,7 @@ use skiff_model::route::{perm, TopicConfig, TopicFilterType};
 use skiff_model::topic;
 use skiff_store::{MessageToStore, Put, PutError, PutResult, PutStatus};
 
+use super::timer;
 use super::uniq_id::UniqIdGenerator;
 use super::{now_millis, BrokerState};
 use crate::net::{Handled, RequestContext};
@@ -234,8 +235,17 @@ fn prepare(
                 properties.insert(keys::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, uniq_ids.next(now));
             }
             properties.insert(keys::CLUSTER, state.config.broker_cluster_name.clone());
-            MessageToStore {
-                topic: topic_name.clone(),
+            let (topic, queue_id) = timer::redirect(
+                &state.config,
+                request.batch,
+                flags,
+                &mut properties,
+                &topic_name,
+                queue_id,
+                now_millis(),
+            )?;
+            Ok(MessageToStore {
+                topic,
                 queue_id,
                 flag: message.flag,
                 sys_flag: flags,
@@ -245,9 +255,9 @@ fn prepare(
                 prepared_transaction_offset: 0,
                 body: message.body,
                 properties: properties.encode(),
-            }
+            })
         })
-        .collect();
+        .collect::<Result<_, Reply>>()?;
     Ok(Prepared {
         messages: to_store,
         queue_id,

@@ -258,6 +258,9 @@ fn system_topics(config: &BrokerConfig) -> BTreeMap<String, TopicConfig> {
     );
     add(topic::TRANS_HALF_TOPIC, 1, rw);
     add(topic::TRANS_OP_HALF_TOPIC, 1, rw);
+    if config.timer_wheel_enable {
+        add(super::timer::TIMER_TOPIC, 1, rw);
+    }
     topics
 }
 

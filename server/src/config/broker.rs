@@ -96,6 +96,17 @@ pub struct BrokerConfig {
     pub broker_role: BrokerRole,
     /// `None` = `listenPort + 1`, as Java's `BrokerStartup` sets it.
     pub ha_listen_port: Option<u16>,
+    /// 5.x timer messages (`TIMER_DELIVER_MS`, ...) through `rmq_sys_wheel_timer`; refused when off.
+    pub timer_wheel_enable: bool,
+    /// Milliseconds per wheel tick, rounded down to Java's 100, 200, 500 or 1000.
+    pub timer_precision_ms: i64,
+    /// Longest delay a timer message may ask for, in seconds.
+    pub timer_max_delay_sec: i64,
+    /// Milliseconds between flushes of the timer files and their checkpoint.
+    pub timer_flush_interval_ms: u64,
+    pub mapped_file_size_timer_log: u64,
+    /// Ticks the wheel schedules ahead; later messages are rolled (put back) until in reach.
+    pub timer_roll_window_slot: i64,
 }
 
 impl Default for BrokerConfig {
@@ -154,6 +165,12 @@ impl Default for BrokerConfig {
             frame_max_length: 16 * 1024 * 1024,
             broker_role: BrokerRole::AsyncMaster,
             ha_listen_port: None,
+            timer_wheel_enable: true,
+            timer_precision_ms: 1000,
+            timer_max_delay_sec: 3600 * 24 * 3,
+            timer_flush_interval_ms: 1000,
+            mapped_file_size_timer_log: 100 * 1024 * 1024,
+            timer_roll_window_slot: 3600 * 24 * 2,
         }
     }
 }
@@ -212,6 +229,12 @@ settings!(BrokerConfig {
     "frameMaxLength" => frame_max_length vet positive,
     "brokerRole" => broker_role,
     "haListenPort" => ha_listen_port,
+    "timerWheelEnable" => timer_wheel_enable,
+    "timerPrecisionMs" => timer_precision_ms vet timer_precision,
+    "timerMaxDelaySec" => timer_max_delay_sec vet positive,
+    "timerFlushIntervalMs" => timer_flush_interval_ms vet positive,
+    "mappedFileSizeTimerLog" => mapped_file_size_timer_log vet timer_log_size,
+    "timerRollWindowSlot" => timer_roll_window_slot,
 });
 
 impl BrokerConfig {
@@ -389,6 +412,26 @@ fn address_list(list: Option<String>) -> Result<Option<String>, Rejection> {
 /// Java's `getMappedFileSizeConsumeQueue` rounds up to whole 20-byte entries.
 fn whole_cq_entries(size: u64) -> Result<u64, Rejection> {
     positive(size.div_ceil(20) * 20)
+}
+
+/// Java's `setTimerPrecisionMs` rounds down to one of 100, 200, 500, 1000.
+fn timer_precision(ms: i64) -> Result<i64, Rejection> {
+    const CANDIDATES: [i64; 4] = [100, 200, 500, 1000];
+    Ok(CANDIDATES
+        .iter()
+        .rev()
+        .copied()
+        .find(|c| ms >= *c)
+        .unwrap_or(CANDIDATES[0]))
+}
+
+/// A TimerLog file must hold at least one unit and its end-of-file marker.
+fn timer_log_size(size: u64) -> Result<u64, Rejection> {
+    if size >= 128 && size <= i32::MAX as u64 {
+        Ok(size)
+    } else {
+        Err(Rejection::Expected("a size from 128 bytes to 2 GiB".into()))
+    }
 }
 
 fn hours_of_day(when: String) -> Result<String, Rejection> {

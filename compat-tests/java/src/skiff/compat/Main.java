@@ -56,6 +56,18 @@ public final class Main {
                 case "store-read":
                     StoreCompat.read(a);
                     break;
+                case "timer-delays":
+                    Timers.delays(a);
+                    break;
+                case "timer-produce":
+                    Timers.produce(a);
+                    break;
+                case "timer-verify":
+                    Timers.verify(a);
+                    break;
+                case "timer-bench":
+                    TimerBench.run(a);
+                    break;
                 default:
                     throw new Common.Fail("unknown scenario " + a.scenario);
             }

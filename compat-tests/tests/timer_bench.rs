@@ -1,0 +1,84 @@
+//! Timer benchmark (issue 7, "Measure"): schedules `SKIFF_TIMER_BENCH_COUNT` timer messages
+//! (100,000) due uniformly over the `SKIFF_TIMER_BENCH_WINDOW` seconds (120) after sending starts,
+//! with the official 5.3.3 client, and reports the broker's resident memory (VmRSS, sampled every
+//! second: before, peak, at the end) and the lateness percentiles at the consumer. Ignored by
+//! default: run it on purpose, against each target, see docs/benchmarks.md.
+//!
+//! ```sh
+//! cargo test -p skiff-compat-tests --test timer_bench -- --ignored --nocapture
+//! SKIFF_COMPAT_TARGET=apache cargo test -p skiff-compat-tests --test timer_bench -- --ignored --nocapture
+//! ```
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use skiff_compat_tests::java::Client;
+use skiff_compat_tests::settings;
+use skiff_compat_tests::suite::unique_id;
+use skiff_compat_tests::target::{FlushDisk, Target};
+
+fn rss_kib(pid: i32) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[test]
+#[ignore = "a benchmark: minutes long, run on purpose"]
+fn timer_bench() {
+    let count = settings::number("SKIFF_TIMER_BENCH_COUNT", 100_000).unwrap();
+    let window = settings::number("SKIFF_TIMER_BENCH_WINDOW", 120).unwrap();
+    let lead = settings::number("SKIFF_TIMER_BENCH_LEAD", 60).unwrap();
+    let target = Target::start("timer-bench", FlushDisk::Async).expect("start the target");
+    let pid = target.broker_pid().expect("a broker process");
+    let client = Client::get("5.3.3").unwrap();
+    let id = unique_id("5.3.3");
+    let (namesrv, broker) = (target.namesrv(), target.broker());
+    let (count_s, window_s, lead_s) = (count.to_string(), window.to_string(), lead.to_string());
+    let args = [
+        ("namesrv", namesrv.as_str()),
+        ("broker", broker.as_str()),
+        ("id", id.as_str()),
+        ("count", count_s.as_str()),
+        ("window-sec", window_s.as_str()),
+        ("lead-sec", lead_s.as_str()),
+        ("threads", "8"),
+    ];
+    let before = rss_kib(pid).unwrap_or(0);
+    let dir = target.dir().join("runs").join(format!("timer-bench-{id}"));
+    let mut bench = client.spawn("timer-bench", &args, &dir).unwrap();
+    let started = Instant::now();
+    let deadline = started + Duration::from_secs(window + 300);
+    let mut peak = before;
+    let status = loop {
+        if let Some(rss) = rss_kib(pid) {
+            peak = peak.max(rss);
+        }
+        if let Some(status) = bench.exited().unwrap() {
+            break status;
+        }
+        assert!(Instant::now() < deadline, "the benchmark did not finish");
+        std::thread::sleep(Duration::from_secs(1));
+    };
+    let end = rss_kib(pid).unwrap_or(0);
+    let out = bench.stdout();
+    let result = out
+        .lines()
+        .find(|l| l.starts_with("RESULT"))
+        .map(str::to_string);
+    assert!(
+        status.success() && result.is_some(),
+        "timer-bench failed ({status}):\n{}\n{}",
+        bench.output_tail(40),
+        target.logs()
+    );
+    println!(
+        "{:?} broker: {count} timer messages over {window} s (first due after {lead} s): {} ; broker VmRSS before {} MiB, peak {} MiB, end {} MiB; {:.0?}",
+        target.kind(),
+        result.unwrap(),
+        before / 1024,
+        peak / 1024,
+        end / 1024,
+        started.elapsed()
+    );
+}
