@@ -169,3 +169,27 @@ fn build() -> Result<PathBuf> {
     fs::rename(&tmp, &bin)?;
     Ok(bin)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn build_stamp_covers_the_module_files() {
+        let names: Vec<String> = sources()
+            .unwrap()
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        for f in ["go.mod", "go.sum", "main.go", "common.go"] {
+            assert!(names.iter().any(|n| n == f), "{f} missing from {names:?}");
+        }
+    }
+
+    #[test]
+    fn go_mod_pins_the_reported_client_version() {
+        let go_mod = fs::read_to_string(go_dir().join("go.mod")).unwrap();
+        let pin = format!("github.com/apache/rocketmq-client-go/v2 v{GO_CLIENT_VERSION}");
+        assert!(go_mod.contains(&pin), "go.mod does not pin {pin}");
+    }
+}
