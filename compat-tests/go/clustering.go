@@ -10,7 +10,9 @@ import (
 
 // clustering: two push consumers of one group split an 8-queue topic. Everything sent while they
 // settle arrives; once both have consumed, a second round arrives exactly once between them and
-// both get part of it.
+// both get part of it. Then one shuts down (the Go client just closes its connection; it sends no
+// UNREGISTER_CLIENT): the broker must notice and the other must take over every queue, so a third
+// round all arrives, at the one left.
 func scenarioClustering(a args) {
 	topic := "go_clu_" + a.id
 	group := "go_clu_c_" + a.id
@@ -21,7 +23,6 @@ func scenarioClustering(a args) {
 	c1 := startConsumer(a.consumerOptions(group, group+"_1"), topic, "*", recorder(got, "c1"))
 	defer c1.Shutdown()
 	c2 := startConsumer(a.consumerOptions(group, group+"_2"), topic, "*", recorder(got, "c2"))
-	defer c2.Shutdown()
 
 	sendRound := func(round, n int) []string {
 		var seqs []string
@@ -53,5 +54,18 @@ func scenarioClustering(a args) {
 	}
 	if per["c1"] == 0 || per["c2"] == 0 {
 		fail("one consumer got all of round 2: %v", per)
+	}
+	c2.Shutdown()
+	third := sendRound(3, 40)
+	if !waitFor(60*time.Second, func() bool { return got.has(third) }) {
+		fail("after one consumer left, round 3 was not received within 60 s: %s", short(got.missing(third)))
+	}
+	for _, s := range third {
+		by := func() []string { got.mu.Lock(); defer got.mu.Unlock(); return append([]string(nil), got.by[s]...) }()
+		for _, who := range by {
+			if who != "c1" {
+				fail("round 3 message %s delivered to %s after it shut down", s, who)
+			}
+		}
 	}
 }

@@ -10,13 +10,15 @@ import (
 )
 
 var scenarios = map[string]func(args){
-	"send":        scenarioSend,
-	"clustering":  scenarioClustering,
-	"tag-filter":  scenarioTagFilter,
-	"orderly":     scenarioOrderly,
-	"delay":       scenarioDelay,
-	"transaction": scenarioTransaction,
-	"retry":       scenarioRetry,
+	"send":         scenarioSend,
+	"clustering":   scenarioClustering,
+	"resume":       scenarioResume,
+	"broadcasting": scenarioBroadcasting,
+	"tag-filter":   scenarioTagFilter,
+	"orderly":      scenarioOrderly,
+	"delay":        scenarioDelay,
+	"transaction":  scenarioTransaction,
+	"retry":        scenarioRetry,
 }
 
 func main() {

@@ -57,3 +57,15 @@ fn transaction() {
 fn retry() {
     run_go_client(shared_target(), "retry");
 }
+
+/// A group shut down (offsets committed) and restarted as a new client resumes where it left off.
+#[test]
+fn resume() {
+    run_go_client(shared_target(), "resume");
+}
+
+/// Two broadcasting consumers of one group each receive every message exactly once.
+#[test]
+fn broadcasting() {
+    run_go_client(shared_target(), "broadcasting");
+}
