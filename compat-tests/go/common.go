@@ -239,12 +239,25 @@ func recorder(r *received, who string) func(context.Context, ...*primitive.Messa
 // startConsumer subscribes a new push consumer to topic with expression and starts it.
 func startConsumer(opts []consumer.Option, topic, expression string,
 	f func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)) rocketmq.PushConsumer {
-	c, err := rocketmq.NewPushConsumer(opts...)
-	check(err, "new push consumer")
-	check(c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expression}, f),
-		"subscribe "+topic)
-	check(c.Start(), "start push consumer")
+	c, err := tryStartConsumer(opts, topic, expression, f)
+	check(err, "start push consumer")
 	return c
+}
+
+// tryStartConsumer is startConsumer returning the error (Start fails while the topic has no route).
+func tryStartConsumer(opts []consumer.Option, topic, expression string,
+	f func(context.Context, ...*primitive.MessageExt) (consumer.ConsumeResult, error)) (rocketmq.PushConsumer, error) {
+	c, err := rocketmq.NewPushConsumer(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("new push consumer: %w", err)
+	}
+	if err := c.Subscribe(topic, consumer.MessageSelector{Type: consumer.TAG, Expression: expression}, f); err != nil {
+		return nil, fmt.Errorf("subscribe %s: %w", topic, err)
+	}
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
 // sameUserProps checks that every property of sent is on got with the same value.

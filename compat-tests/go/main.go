@@ -14,6 +14,7 @@ var scenarios = map[string]func(args){
 	"clustering":   scenarioClustering,
 	"resume":       scenarioResume,
 	"broadcasting": scenarioBroadcasting,
+	"auto-create":  scenarioAutoCreate,
 	"tag-filter":   scenarioTagFilter,
 	"orderly":      scenarioOrderly,
 	"delay":        scenarioDelay,

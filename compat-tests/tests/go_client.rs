@@ -69,3 +69,9 @@ fn resume() {
 fn broadcasting() {
     run_go_client(shared_target(), "broadcasting");
 }
+
+/// Sends to a topic nobody created (through TBW102's route, auto-created by the broker), read back.
+#[test]
+fn auto_create() {
+    run_go_client(shared_target(), "auto-create");
+}
