@@ -13,7 +13,9 @@ set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
 go_dir="$root/compat-tests/go"
-export GOTOOLCHAIN=local GOFLAGS=-mod=readonly
+export GOTOOLCHAIN=local GOFLAGS="-mod=readonly -buildvcs=false"
+# The official Go archive installs to /usr/local/go, which non-login shells may not have on PATH.
+command -v go >/dev/null || export PATH="/usr/local/go/bin:$PATH"
 
 case "${1:-}" in
 fetch)

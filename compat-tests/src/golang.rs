@@ -31,12 +31,22 @@ pub fn work_dir() -> PathBuf {
     crate::java::work_dir().with_file_name("compat-go")
 }
 
-/// The `go` tool: `$GOROOT/bin/go` if set, else from PATH.
+/// The `go` tool: `$GOROOT/bin/go` if set, else from PATH, else where the official Go archive
+/// installs it (`/usr/local/go/bin/go`, often not on the PATH of non-login shells).
 pub fn go_bin() -> PathBuf {
-    match std::env::var_os("GOROOT") {
-        Some(root) if Path::new(&root).join("bin/go").exists() => Path::new(&root).join("bin/go"),
-        _ => PathBuf::from("go"),
+    if let Some(root) = std::env::var_os("GOROOT") {
+        let go = Path::new(&root).join("bin/go");
+        if go.exists() {
+            return go;
+        }
     }
+    let on_path = std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join("go").is_file()));
+    let usual = Path::new("/usr/local/go/bin/go");
+    if !on_path && usual.exists() {
+        return usual.to_path_buf();
+    }
+    PathBuf::from("go")
 }
 
 /// go.mod, go.sum and the `.go` files of the module, sorted: what a build depends on.
@@ -149,7 +159,8 @@ fn build() -> Result<PathBuf> {
     cmd.current_dir(go_dir())
         // Never switch toolchains (that would download one); go.mod asks for an older Go.
         .env("GOTOOLCHAIN", "local")
-        .env("GOFLAGS", "-mod=readonly")
+        // go.sum is the pin: never rewrite it. No VCS stamp (a fresh clone may not allow git).
+        .env("GOFLAGS", "-mod=readonly -buildvcs=false")
         .args(["build", "-o"])
         .arg(&tmp)
         .arg(".");
