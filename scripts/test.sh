@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs every test of the project, as CI does: formatting and lints, unit and integration tests of
 # every crate, and the compatibility suite that drives the official RocketMQ clients (fetched from
-# Maven Central on first use, cached in ~/.m2) against Skiff, then every fuzz target for a bounded
-# time (SKIFF_FUZZ_SECONDS each, default 20).
+# Maven Central on first use, cached in ~/.m2; the Go client through the Go module proxy, cached in
+# the Go module cache) against Skiff, then every fuzz target for a bounded time
+# (SKIFF_FUZZ_SECONDS each, default 20).
 #
 # Environment knobs (all optional): see compat-tests/README.md for SKIFF_COMPAT_* variables.
 set -euo pipefail
@@ -24,6 +25,9 @@ step "the declared minimum Rust version (rust-version in Cargo.toml)"
 
 step "build the skiff binary the compat suite starts"
 cargo build --bin skiff
+
+step "fetch the official Go client (compat-tests/go)"
+./scripts/compat-go.sh fetch
 
 step "cargo test (unit, integration, compat)"
 cargo test --workspace

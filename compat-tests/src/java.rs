@@ -54,7 +54,7 @@ fn javac_bin() -> PathBuf {
 }
 
 /// FNV-1a, for cache keys that must be stable across Rust versions.
-fn fnv(parts: &[&[u8]]) -> String {
+pub(crate) fn fnv(parts: &[&[u8]]) -> String {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for part in parts {
         for b in part.iter().chain(&[0xff]) {

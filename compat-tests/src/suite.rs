@@ -74,3 +74,37 @@ fn run_one(target: &Target, scenario: &str, version: &str, extra: &[(&str, &str)
     client.run(scenario, &args, &run_dir, SCENARIO_TIMEOUT)?;
     target.check_alive()
 }
+
+/// Runs the Go client's `scenario` (see `compat-tests/go/`) against `target`, reported like
+/// [`run_for_all_clients`]: one line per run, a panic with the output on failure, and the target
+/// must still be running afterwards.
+pub fn run_go_client(target: &Target, scenario: &str) {
+    let version = format!("go {}", crate::golang::GO_CLIENT_VERSION);
+    let started = Instant::now();
+    let result = run_go_one(target, scenario);
+    let took = started.elapsed();
+    match result {
+        Ok(()) => println!("{scenario} with client {version}: PASS in {took:.1?}"),
+        Err(e) => {
+            println!("{scenario} with client {version}: FAIL in {took:.1?}");
+            panic!("{scenario} with client {version}: {e:#}");
+        }
+    }
+}
+
+fn run_go_one(target: &Target, scenario: &str) -> Result<()> {
+    let client = crate::golang::GoClient::get()?;
+    let id = unique_id("go");
+    let (namesrv, broker) = (target.namesrv(), target.broker());
+    let args = [
+        ("namesrv", namesrv.as_str()),
+        ("broker", broker.as_str()),
+        ("id", id.as_str()),
+    ];
+    let run_dir = target
+        .dir()
+        .join("runs")
+        .join(format!("go-{scenario}-{id}"));
+    client.run(scenario, &args, &run_dir, SCENARIO_TIMEOUT)?;
+    target.check_alive()
+}
