@@ -333,3 +333,42 @@ async fn pending_delays_survive_a_restart() {
     drop(client);
     cluster.stop().await;
 }
+
+/// The orderly consumer's own path: a plain send to `%RETRY%<group>` whose reconsume times are past
+/// its maximum goes to the dead letters (`handleRetryAndDLQ`), with `DELAY=-1`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retry_sends_past_the_limit_go_to_the_dead_letters() {
+    let cluster = Cluster::start(tune).await;
+    let client = cluster.broker_client().await;
+    let retry_send = |reconsume_times| {
+        let mut properties = Properties::new();
+        properties.insert("DELAY", "5");
+        properties.insert("RETRY_TOPIC", "OrderlyT");
+        Request::Send(SendRequest {
+            producer_group: "p".into(),
+            topic: "%RETRY%OrderlyG".into(),
+            queue_id: 0,
+            reconsume_times,
+            max_reconsume_times: Some(2),
+            messages: vec![Message {
+                flag: 0,
+                body: Bytes::from_static(b"orderly"),
+                properties,
+            }],
+            ..SendRequest::default()
+        })
+    };
+    let reply = client.invoke(&retry_send(3), TIMEOUT).await.unwrap();
+    assert!(matches!(reply, Reply::Sent(_)), "{reply:?}");
+    let dead = pull(&client, "%DLQ%OrderlyG", 0).await;
+    let (record, props) = properties(&dead[0]);
+    assert_eq!(record.reconsume_times, 3);
+    assert_eq!(props.get("DELAY"), Some("-1"));
+    // Within the limit it is an ordinary delayed retry.
+    let reply = client.invoke(&retry_send(2), TIMEOUT).await.unwrap();
+    assert!(matches!(reply, Reply::Sent(_)), "{reply:?}");
+    assert_eq!(pull(&client, "%DLQ%OrderlyG", 0).await.len(), 1);
+    assert_eq!(wait_for(&client, "%RETRY%OrderlyG", 0, 1).await.len(), 1);
+    drop(client);
+    cluster.stop().await;
+}

@@ -48,16 +48,20 @@ pub(super) fn handle(state: &Arc<BrokerState>, request: SendBackRequest) -> Hand
 
 fn store_back(state: &BrokerState, request: &SendBackRequest) -> Result<(), Reply> {
     let group = request.group.as_str();
-    let group_config = (group.chars().count() <= GROUP_MAX_AUTO_CREATE_LENGTH
-        && topic::validate_group(group).is_ok())
-    .then(|| state.groups.find_or_create(group))
-    .flatten()
-    .ok_or_else(|| {
-        Reply::error(
-            ErrorKind::SubscriptionGroupNotExist,
-            format!("subscription group not exist, {group} {GROUP_NOT_EXIST_TIP}"),
-        )
-    })?;
+    // Java auto-creates only names of legal characters up to 255 long (`isTopicOrGroupIllegal`).
+    let legal = group.chars().count() <= GROUP_MAX_AUTO_CREATE_LENGTH
+        && group
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-'));
+    let group_config = legal
+        .then(|| state.groups.find_or_create(group))
+        .flatten()
+        .ok_or_else(|| {
+            Reply::error(
+                ErrorKind::SubscriptionGroupNotExist,
+                format!("subscription group not exist, {group} {GROUP_NOT_EXIST_TIP}"),
+            )
+        })?;
     if !perm::is_writeable(state.config.broker_permission) {
         return Err(Reply::error(
             ErrorKind::NoPermission,
