@@ -76,6 +76,9 @@ pub enum Request {
     ViewMessage {
         commit_log_offset: i64,
     },
+    /// A consumer failed a message: retry it later through `%RETRY%<group>`, or give up on it
+    /// (`%DLQ%<group>`).
+    ConsumerSendMsgBack(SendBackRequest),
     /// A client announcing its producer and consumer groups and subscriptions.
     Heartbeat(HeartbeatData),
     /// A client leaving a producer and/or consumer group.
@@ -135,6 +138,21 @@ pub enum Request {
     NotifyConsumerIdsChanged {
         group: String,
     },
+}
+
+/// CONSUMER_SEND_MSG_BACK (`ConsumerSendMsgBackRequestHeader`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SendBackRequest {
+    /// CommitLog offset of the message the consumer got.
+    pub offset: i64,
+    pub group: String,
+    /// 0: the broker picks by reconsume count; negative: straight to the dead letters.
+    pub delay_level: i32,
+    pub origin_msg_id: Option<String>,
+    pub origin_topic: Option<String>,
+    pub unit_mode: bool,
+    /// The consumer's limit; the group's `retryMaxTimes` when absent.
+    pub max_reconsume_times: Option<i32>,
 }
 
 /// Which end of a timestamp range a search should land on.

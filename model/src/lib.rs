@@ -14,9 +14,11 @@
 
 pub mod command;
 pub mod consumer;
+pub mod delay;
 pub mod hash;
 pub mod message;
 pub mod record;
+pub mod retry;
 pub mod route;
 pub mod topic;
 

@@ -427,6 +427,36 @@ fn request() -> impl Strategy<Value = Request> {
                 }
             ),
         any::<i64>().prop_map(|commit_log_offset| Request::ViewMessage { commit_log_offset }),
+        (
+            any::<i64>(),
+            text(),
+            any::<i32>(),
+            option::of(some_text()),
+            option::of(some_text()),
+            any::<bool>(),
+            option::of(any::<i32>())
+        )
+            .prop_map(
+                |(
+                    offset,
+                    group,
+                    delay_level,
+                    origin_msg_id,
+                    origin_topic,
+                    unit_mode,
+                    max_reconsume_times,
+                )| {
+                    Request::ConsumerSendMsgBack(skiff_model::command::SendBackRequest {
+                        offset,
+                        group,
+                        delay_level,
+                        origin_msg_id,
+                        origin_topic,
+                        unit_mode,
+                        max_reconsume_times,
+                    })
+                }
+            ),
         heartbeat().prop_map(Request::Heartbeat),
         (text(), option::of(some_text()), option::of(some_text())).prop_map(
             |(client_id, producer_group, consumer_group)| Request::UnregisterClient {

@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+pub(crate) use skiff_model::delay::DelayLevels;
 use skiff_model::message::{keys, sys_flag, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
 use skiff_model::record::Record;
 
@@ -76,10 +77,8 @@ pub(crate) fn tags_code(
     if topic == SCHEDULE_TOPIC {
         let level =
             property(properties, keys::DELAY_TIME_LEVEL).and_then(|v| v.parse::<i32>().ok());
-        if let Some(level) = level.map(|l| l.min(delays.max_level())) {
-            if level > 0 {
-                return delays.deliver_time(level, store_timestamp);
-            }
+        if let Some(level) = level.and_then(|l| delays.effective_level(l)) {
+            return delays.deliver_time(level, store_timestamp);
         }
     }
     skiff_model::message::tags_code(property(properties, keys::TAGS))
@@ -101,50 +100,6 @@ pub(crate) fn property<'a>(properties: &'a str, name: &str) -> Option<&'a str> {
         }
     }
     found
-}
-
-/// `messageDelayLevel` parsed: level `n` (1-based) waits `levels[n - 1]` ms.
-#[derive(Debug, Clone)]
-pub(crate) struct DelayLevels {
-    levels: Vec<i64>,
-}
-
-impl DelayLevels {
-    /// Parses `"1s 5s 10s 30s 1m … 2h"` (units s, m, h, d), as `parseDelayLevel`.
-    pub(crate) fn parse(text: &str) -> Result<Self, String> {
-        let levels = text
-            .split_whitespace()
-            .map(|token| {
-                let (number, unit) = token.split_at(token.len().saturating_sub(1));
-                let ms = match unit {
-                    "s" => 1_000,
-                    "m" => 60_000,
-                    "h" => 3_600_000,
-                    "d" => 86_400_000,
-                    _ => return Err(format!("bad delay level {token:?}")),
-                };
-                number
-                    .parse::<i64>()
-                    .map(|n| n * ms)
-                    .map_err(|_| format!("bad delay level {token:?}"))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(DelayLevels { levels })
-    }
-
-    pub(crate) fn max_level(&self) -> i32 {
-        self.levels.len() as i32
-    }
-
-    /// `computeDeliverTimestamp`: store time plus the level's delay (1 s for an unknown level).
-    pub(crate) fn deliver_time(&self, level: i32, store_timestamp: i64) -> i64 {
-        let delay = usize::try_from(level - 1)
-            .ok()
-            .and_then(|i| self.levels.get(i))
-            .copied()
-            .unwrap_or(1_000);
-        store_timestamp + delay
-    }
 }
 
 #[cfg(test)]

@@ -68,7 +68,7 @@ pub use error::{PutError, StoreError};
 pub use index::QueryMessagesResult;
 pub use message_store::{ArrivalListener, FlushWait, MessageStore, Put};
 pub use put::{AppendedMessage, MessageToStore, PutResult, PutStatus};
-pub use read::{GetMessageStatus, GetMessagesResult};
+pub use read::{GetMessageStatus, GetMessagesResult, QueueEntry};
 
 #[cfg(test)]
 mod tests {

@@ -23,7 +23,7 @@ use crate::flush::{self, GroupCommit, Waker};
 use crate::index::{self, IndexService, QueryMessagesResult};
 use crate::put::{self, AppendedMessage, MessageToStore, PutResult, PutStatus};
 use crate::queues::{self, QueueTable};
-use crate::read::GetMessagesResult;
+use crate::read::{GetMessagesResult, QueueEntry};
 use crate::recovery::Recovery;
 use crate::retention;
 use crate::stats::Stats;
@@ -369,6 +369,13 @@ impl MessageStore {
     /// Store time of the oldest message still in the queue.
     pub fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
         self.shared.earliest_message_time(topic, queue_id)
+    }
+
+    /// The entry at `queue_offset` and its record (`None` past the queue's end or below its
+    /// start). The schedule service reads `SCHEDULE_TOPIC_XXXX` this way: its tag codes are due
+    /// times.
+    pub fn queue_entry(&self, topic: &str, queue_id: i32, queue_offset: i64) -> Option<QueueEntry> {
+        self.shared.queue_entry(topic, queue_id, queue_offset)
     }
 
     /// Store time of the message at `queue_offset`.

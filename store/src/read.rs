@@ -46,6 +46,16 @@ pub struct GetMessagesResult {
     pub messages: Vec<Bytes>,
 }
 
+/// One ConsumeQueue entry with the record it points at.
+#[derive(Debug, Clone)]
+pub struct QueueEntry {
+    pub physical_offset: i64,
+    /// The tag code; in `SCHEDULE_TOPIC_XXXX` the time the message is due.
+    pub tags_code: i64,
+    /// `None` when the CommitLog data was deleted.
+    pub record: Option<Bytes>,
+}
+
 impl GetMessagesResult {
     fn empty(status: GetMessageStatus, next_begin_offset: i64) -> Self {
         GetMessagesResult {
@@ -281,6 +291,20 @@ impl Shared {
     }
 
     /// Store time of the entry at `queue_offset`, if both the entry and its record exist.
+    pub(crate) fn queue_entry(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        queue_offset: i64,
+    ) -> Option<QueueEntry> {
+        let entry = self.queues.get(topic, queue_id)?.get(queue_offset)?;
+        Some(QueueEntry {
+            physical_offset: entry.offset,
+            tags_code: entry.tags_code,
+            record: self.commit_log.get(entry.offset, entry.size),
+        })
+    }
+
     pub(crate) fn message_store_time(
         &self,
         topic: &str,

@@ -19,6 +19,7 @@ pub mod request {
     pub const VIEW_MESSAGE_BY_ID: i32 = 33;
     pub const HEART_BEAT: i32 = 34;
     pub const UNREGISTER_CLIENT: i32 = 35;
+    pub const CONSUMER_SEND_MSG_BACK: i32 = 36;
     pub const GET_CONSUMER_LIST_BY_GROUP: i32 = 38;
     pub const NOTIFY_CONSUMER_IDS_CHANGED: i32 = 40;
     pub const REGISTER_BROKER: i32 = 103;

@@ -218,6 +218,7 @@ pub fn decode_reply(
         Request::ViewMessage { .. } => Reply::Message(required_body(response)?),
         Request::UpdateConsumerOffset { .. }
         | Request::Heartbeat(_)
+        | Request::ConsumerSendMsgBack(_)
         | Request::UnregisterClient { .. }
         | Request::CreateTopic(_)
         | Request::DeleteTopicInBroker { .. }

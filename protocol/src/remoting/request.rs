@@ -2,7 +2,7 @@
 
 use skiff_model::command::{
     AutoCreateTopic, BoundaryType, ErrorKind, ErrorReply, PullRequest, QueueRef, Request,
-    SendRequest, SubscriptionExpression,
+    SendBackRequest, SendRequest, SubscriptionExpression,
 };
 use skiff_model::consumer::{HeartbeatData, SubscriptionGroupConfig, EXPRESSION_TYPE_TAG};
 use skiff_model::message::{keys, Message, Properties};
@@ -124,6 +124,15 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
         code::VIEW_MESSAGE_BY_ID => Request::ViewMessage {
             commit_log_offset: f.num("offset")?,
         },
+        code::CONSUMER_SEND_MSG_BACK => Request::ConsumerSendMsgBack(SendBackRequest {
+            offset: f.num("offset")?,
+            group: f.string("group")?,
+            delay_level: f.num("delayLevel")?,
+            origin_msg_id: f.opt_string("originMsgId"),
+            origin_topic: f.opt_string("originTopic"),
+            unit_mode: f.opt_bool("unitMode") == Some(true),
+            max_reconsume_times: f.opt_num("maxReconsumeTimes")?,
+        }),
         code::HEART_BEAT => Request::Heartbeat(json_body::<HeartbeatData>(cmd)?),
         code::UNREGISTER_CLIENT => Request::UnregisterClient {
             client_id: f.string("clientID")?,
@@ -502,6 +511,15 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
         Request::ViewMessage { commit_log_offset } => {
             out.put("offset", commit_log_offset);
         }
+        Request::ConsumerSendMsgBack(back) => {
+            out.put("offset", back.offset)
+                .put("group", &back.group)
+                .put("delayLevel", back.delay_level)
+                .put_opt("originMsgId", back.origin_msg_id.as_ref())
+                .put_opt("originTopic", back.origin_topic.as_ref())
+                .put("unitMode", back.unit_mode)
+                .put_opt("maxReconsumeTimes", back.max_reconsume_times);
+        }
         Request::CreateSubscriptionGroup(group) => {
             cmd.body = Body::from(body::to_json(group).into_bytes())
         }
@@ -573,6 +591,7 @@ pub fn request_code(request: &Request) -> i32 {
         Request::GetEarliestMsgStoreTime { .. } => code::GET_EARLIEST_MSG_STORETIME,
         Request::QueryMessage { .. } => code::QUERY_MESSAGE,
         Request::ViewMessage { .. } => code::VIEW_MESSAGE_BY_ID,
+        Request::ConsumerSendMsgBack(_) => code::CONSUMER_SEND_MSG_BACK,
         Request::Heartbeat(_) => code::HEART_BEAT,
         Request::UnregisterClient { .. } => code::UNREGISTER_CLIENT,
         Request::GetConsumerListByGroup { .. } => code::GET_CONSUMER_LIST_BY_GROUP,

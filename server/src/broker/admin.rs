@@ -219,5 +219,8 @@ pub(super) fn runtime_info(state: &BrokerState) -> Reply {
     for (key, value) in state.store.runtime_info() {
         put(&key, value);
     }
+    for (key, value) in state.schedule.runtime_info() {
+        put(&key, value);
+    }
     Reply::KeyValues(table)
 }

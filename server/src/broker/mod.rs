@@ -16,7 +16,9 @@ mod persist;
 mod pull;
 mod queries;
 mod registration;
+mod schedule;
 mod send;
+mod send_back;
 mod stats;
 mod timer;
 mod topics;
@@ -41,6 +43,7 @@ use groups::SubscriptionGroupManager;
 use long_polling::PullHoldService;
 use offsets::ConsumerOffsetManager;
 use registration::NameServerLink;
+use schedule::ScheduleService;
 use stats::BrokerStats;
 use topics::TopicConfigManager;
 
@@ -57,6 +60,7 @@ pub(crate) struct BrokerState {
     pull_holds: PullHoldService,
     stats: BrokerStats,
     name_servers: NameServerLink,
+    schedule: ScheduleService,
 }
 
 impl Service for BrokerState {
@@ -64,6 +68,7 @@ impl Service for BrokerState {
         match request {
             Request::Send(send) => send::handle(&self, ctx, send),
             Request::Pull(pull) => pull::handle(&self, ctx, pull),
+            Request::ConsumerSendMsgBack(back) => send_back::handle(&self, back),
             Request::Heartbeat(heartbeat) => Handled::Now(client::heartbeat(&self, ctx, heartbeat)),
             Request::UnregisterClient {
                 client_id,
@@ -184,6 +189,7 @@ pub fn request_name(request: &Request) -> &'static str {
         Request::GetEarliestMsgStoreTime { .. } => "GET_EARLIEST_MSG_STORETIME",
         Request::QueryMessage { .. } => "QUERY_MESSAGE",
         Request::ViewMessage { .. } => "VIEW_MESSAGE_BY_ID",
+        Request::ConsumerSendMsgBack(_) => "CONSUMER_SEND_MSG_BACK",
         Request::Heartbeat(_) => "HEART_BEAT",
         Request::UnregisterClient { .. } => "UNREGISTER_CLIENT",
         Request::GetConsumerListByGroup { .. } => "GET_CONSUMER_LIST_BY_GROUP",
@@ -246,6 +252,7 @@ fn store_config(config: &BrokerConfig, store_host: SocketAddr) -> StoreConfig {
         clean_file_forcibly_enable: config.clean_file_forcibly_enable,
         clean_resource_interval_ms: config.clean_resource_interval,
         delete_file_batch_max: config.delete_file_batch_max,
+        message_delay_level: config.message_delay_level.clone(),
         ..StoreConfig::default()
     }
 }
@@ -288,6 +295,10 @@ impl Broker {
                 )
             })?;
         let store = Arc::new(store);
+        let schedule = {
+            let (config, store) = (config.clone(), store.clone());
+            tokio::task::spawn_blocking(move || ScheduleService::start(&config, store)).await??
+        };
 
         let state = Arc::new(BrokerState {
             topics: TopicConfigManager::load(&config),
@@ -299,6 +310,7 @@ impl Broker {
             name_servers: NameServerLink::new(&config),
             broker_addr: broker_addr.clone(),
             store: store.clone(),
+            schedule,
             config,
         });
         state.topics.persist();
@@ -379,6 +391,9 @@ impl Broker {
         self.state.offsets.persist_if_dirty();
         self.state.topics.persist();
         self.state.groups.persist();
+        // Stop re-putting delayed messages and write their progress before the store closes.
+        let state = self.state.clone();
+        let _ = tokio::task::spawn_blocking(move || state.schedule.shutdown()).await;
         if let Some(timer) = self.timer {
             let _ = tokio::task::spawn_blocking(move || timer.stop()).await;
         }

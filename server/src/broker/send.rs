@@ -11,17 +11,15 @@ use std::sync::{Arc, OnceLock};
 
 use skiff_model::command::{ErrorKind, Reply, SendRequest, SendResult, SendStatus};
 use skiff_model::message::{keys, sys_flag, Message};
+use skiff_model::retry::{self, DLQ_NUMS_PER_GROUP};
 use skiff_model::route::{perm, TopicConfig, TopicFilterType};
 use skiff_model::topic;
 use skiff_store::{MessageToStore, Put, PutError, PutResult, PutStatus};
 
 use super::timer;
 use super::uniq_id::UniqIdGenerator;
-use super::{now_millis, BrokerState};
+use super::{now_millis, schedule, send_back, BrokerState};
 use crate::net::{Handled, RequestContext};
-
-/// Queues of a group's dead-letter topic (`DLQ_NUMS_PER_GROUP`).
-const DLQ_NUMS_PER_GROUP: i32 = 1;
 
 pub(super) fn handle(
     state: &Arc<BrokerState>,
@@ -183,13 +181,16 @@ fn prepare(
         let Some(group_config) = state.groups.find_or_create(group) else {
             return Err(Reply::error(
                 ErrorKind::SubscriptionGroupNotExist,
-                format!("subscription group not exist, {group}"),
+                format!(
+                    "subscription group not exist, {group} {}",
+                    send_back::GROUP_NOT_EXIST_TIP
+                ),
             ));
         };
         let max_reconsume_times = request
             .max_reconsume_times
             .unwrap_or(group_config.retry_max_times);
-        if request.reconsume_times > max_reconsume_times {
+        if retry::retry_send_goes_to_dead_letters(request.reconsume_times, max_reconsume_times) {
             topic_name = topic::dlq_topic(group);
             queue_id = random_queue(DLQ_NUMS_PER_GROUP);
             topic_config = state.topics.create_if_absent(
@@ -219,6 +220,18 @@ fn prepare(
                 state.broker_addr
             ),
         ));
+    }
+
+    // A delayed send waits in SCHEDULE_TOPIC_XXXX; the reply names the queue it was sent to.
+    let reply_queue_id = queue_id;
+    if !request.batch {
+        schedule::to_schedule_topic(
+            state.schedule.levels(),
+            flags,
+            &mut topic_name,
+            &mut queue_id,
+            &mut messages[0].properties,
+        );
     }
 
     let born_host = ctx.channel.peer();
@@ -260,7 +273,7 @@ fn prepare(
         .collect::<Result<_, Reply>>()?;
     Ok(Prepared {
         messages: to_store,
-        queue_id,
+        queue_id: reply_queue_id,
         transaction_id,
         created_topic: state.topics.version() != topics_version,
     })

@@ -89,6 +89,10 @@ pub struct BrokerConfig {
     pub long_polling_enable: bool,
     pub short_polling_time_mills: u64,
     pub flush_consumer_offset_interval: u64,
+    /// `messageDelayLevel`: the delay of each level, `"1s 5s … 2h"` (checked when set).
+    pub message_delay_level: String,
+    /// Milliseconds between writes of `delayOffset.json`.
+    pub flush_delay_offset_interval: u64,
     /// Milliseconds without a heartbeat after which a client connection is dropped.
     pub channel_expired_timeout: u64,
     /// Largest remoting frame accepted (Java: `-Dcom.rocketmq.remoting.frameMaxLength`).
@@ -161,6 +165,8 @@ impl Default for BrokerConfig {
             long_polling_enable: true,
             short_polling_time_mills: 1000,
             flush_consumer_offset_interval: 5000,
+            message_delay_level: skiff_model::delay::DEFAULT_DELAY_LEVELS.into(),
+            flush_delay_offset_interval: 10_000,
             channel_expired_timeout: 120_000,
             frame_max_length: 16 * 1024 * 1024,
             broker_role: BrokerRole::AsyncMaster,
@@ -225,6 +231,8 @@ settings!(BrokerConfig {
     "longPollingEnable" => long_polling_enable,
     "shortPollingTimeMills" => short_polling_time_mills,
     "flushConsumerOffsetInterval" => flush_consumer_offset_interval vet positive,
+    "messageDelayLevel" => message_delay_level vet delay_levels,
+    "flushDelayOffsetInterval" => flush_delay_offset_interval vet positive,
     "channelExpiredTimeout" => channel_expired_timeout vet positive,
     "frameMaxLength" => frame_max_length vet positive,
     "brokerRole" => broker_role,
@@ -443,6 +451,12 @@ fn hours_of_day(when: String) -> Result<String, Rejection> {
             "hours of the day (00 to 23) separated by ';', such as 04 or 04;16".into(),
         ))
     }
+}
+
+fn delay_levels(levels: String) -> Result<String, Rejection> {
+    skiff_model::delay::DelayLevels::parse(&levels)
+        .map(|_| levels)
+        .map_err(Rejection::Expected)
 }
 
 fn percent(value: u32) -> Result<u32, Rejection> {

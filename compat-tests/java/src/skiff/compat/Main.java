@@ -68,6 +68,21 @@ public final class Main {
                 case "timer-bench":
                     TimerBench.run(a);
                     break;
+                case "delay-levels":
+                    DelayRetry.delayLevels(a);
+                    break;
+                case "retry-dlq":
+                    DelayRetry.retryDlq(a);
+                    break;
+                case "orderly-dlq":
+                    DelayRetry.orderlyDlq(a);
+                    break;
+                case "delay-produce":
+                    DelayRetry.delayProduce(a);
+                    break;
+                case "delay-verify":
+                    DelayRetry.delayVerify(a);
+                    break;
                 default:
                     throw new Common.Fail("unknown scenario " + a.scenario);
             }
