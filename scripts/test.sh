@@ -55,5 +55,5 @@ step "Java Testcontainers module (testcontainers/java, JUnit 5)"
 (
     cd testcontainers/java
     DOCKER_HOST=unix:///var/run/docker.sock TESTCONTAINERS_RYUK_DISABLED=true \
-        TESTCONTAINERS_CHECKS_DISABLE=true mvn -q -B test
+        TESTCONTAINERS_CHECKS_DISABLE=true TESTCONTAINERS_HOST_OVERRIDE=localhost mvn -q -B test
 )
