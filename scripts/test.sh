@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
 # Runs every test of the project, as CI does: formatting and lints, unit and integration tests of
-# every crate, and the compatibility suite that drives the official RocketMQ clients (fetched from
+# every crate, the compatibility suite that drives the official RocketMQ clients (fetched from
 # Maven Central on first use, cached in ~/.m2; the Go client through the Go module proxy, cached in
-# the Go module cache) against Skiff, then every fuzz target for a bounded time
+# the Go module cache) against Skiff, the container tests (the scenario suite against the Skiff
+# image and the Testcontainers modules, Rust and Java), then every fuzz target for a bounded time
 # (SKIFF_FUZZ_SECONDS each, default 20).
+#
+# The container tests need a Docker engine: scripts/docker-engine.sh installs and starts one (as
+# root; host networking only, nothing pulled) and scripts/image.sh builds the image. When no
+# engine can be started, everything else still runs and the script then fails, saying why.
 #
 # Environment knobs (all optional): see compat-tests/README.md for SKIFF_COMPAT_* variables.
 set -euo pipefail
@@ -26,11 +31,43 @@ step "the declared minimum Rust version (rust-version in Cargo.toml)"
 step "build the skiff binary the compat suite starts"
 cargo build --bin skiff
 
+container_problem=""
+step "Docker engine (scripts/docker-engine.sh)"
+if ! ./scripts/docker-engine.sh; then
+    container_problem="no Docker engine could be started (see the docker-engine.sh lines above)"
+fi
+if [ -z "$container_problem" ]; then
+    step "the Skiff image (scripts/image.sh: static release binary, FROM scratch)"
+    if ! ./scripts/image.sh; then
+        container_problem="the Skiff image did not build (see the image.sh lines above)"
+    fi
+fi
+
 step "fetch the official Go client (compat-tests/go)"
 ./scripts/compat-go.sh fetch
 
 step "cargo test (unit, integration, compat)"
-cargo test --workspace
+cargo test --workspace --exclude testcontainers-skiff
+
+step "container tests"
+if [ -n "$container_problem" ]; then
+    echo "FAILED: the container tests cannot run: $container_problem" >&2
+    exit 1
+fi
+
+step "compat scenarios against the Skiff image (SKIFF_COMPAT_RUNTIME=container)"
+SKIFF_COMPAT_RUNTIME=container cargo test -p skiff-compat-tests --test scenarios
+
+step "Rust Testcontainers module (testcontainers/rust)"
+cargo test -p testcontainers-skiff
+
+step "Java Testcontainers module (testcontainers/java, JUnit 5)"
+# No Ryuk and no pulls (the pom also sets these for surefire); the engine's local socket.
+(
+    cd testcontainers/java
+    DOCKER_HOST=unix:///var/run/docker.sock TESTCONTAINERS_RYUK_DISABLED=true \
+        TESTCONTAINERS_CHECKS_DISABLE=true TESTCONTAINERS_HOST_OVERRIDE=localhost mvn -q -B test
+)
 
 step "fuzz every decoder of outside bytes for a bounded time (scripts/fuzz.sh)"
 ./scripts/fuzz.sh

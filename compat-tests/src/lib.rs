@@ -10,10 +10,12 @@
 //! See `compat-tests/README.md` for how to run it and what each scenario proves.
 
 pub mod broker_files;
+pub mod container;
 pub mod golang;
 pub mod java;
 pub mod process;
 pub mod remoting;
+pub mod runtime;
 pub mod settings;
 pub mod suite;
 pub mod target;

@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, Context, Result};
 
+use crate::container::{self, Container};
 use crate::java;
 use crate::process::Proc;
 use crate::remoting::{self, code, Conn};
+use crate::runtime::{self, Runtime, Server};
 use crate::settings::{self, TargetKind};
 
 /// How long a target may take to answer after start (the Java broker needs several seconds).
@@ -81,9 +83,10 @@ pub enum Stop {
 struct Running {
     /// The kind started last (a restart may switch it).
     kind: TargetKind,
-    /// Skiff: the standalone process. Apache: the broker (the name server is in `namesrv`).
-    broker: Option<Proc>,
-    namesrv: Option<Proc>,
+    /// Skiff: the standalone process or container. Apache: the broker (the name server is in
+    /// `namesrv`).
+    broker: Option<Server>,
+    namesrv: Option<Server>,
     starts: u32,
 }
 
@@ -358,6 +361,23 @@ impl Target {
         let n = run.starts;
         self.write_config(run.kind)?;
         match run.kind {
+            TargetKind::Skiff if runtime::runtime()? == Runtime::Container => {
+                // The image is configured by its environment, as users configure it.
+                let store = self.store_dir();
+                fs::create_dir_all(&store)?;
+                let (namesrv, broker) = (self.namesrv(), self.broker());
+                // The dir is `<pid>-<label>-<n>`; container names get the pid themselves.
+                let dir_name = self.dir.file_name().unwrap_or_default().to_string_lossy();
+                let label = dir_name.split_once('-').map_or(&*dir_name, |(_, l)| l);
+                let c = Container::start(container::Launch {
+                    name: &format!("{label}-{n}"),
+                    data_dir: &store,
+                    namesrv: &namesrv,
+                    broker: &broker,
+                    settings: &self.common_settings(),
+                })?;
+                run.broker = Some(Server::Container(Box::new(c)));
+            }
             TargetKind::Skiff => {
                 let mut cmd = Command::new(skiff_bin()?);
                 cmd.current_dir(&self.dir)
@@ -370,9 +390,16 @@ impl Target {
                     .arg(self.broker())
                     .arg("-c")
                     .arg(self.dir.join("broker.toml"));
-                run.broker = Some(Proc::spawn(&format!("skiff-{n}"), cmd, &self.dir)?);
+                run.broker = Some(Server::Proc(Proc::spawn(
+                    &format!("skiff-{n}"),
+                    cmd,
+                    &self.dir,
+                )?));
             }
             TargetKind::Apache => {
+                if runtime::runtime()? == Runtime::Container {
+                    bail!("SKIFF_COMPAT_RUNTIME=container starts the Skiff image; the Apache target runs as processes only");
+                }
                 let version = settings::apache_version();
                 let cp =
                     java::classpath(&java::java_dir().join("broker"), "apache-broker", &version)?;
@@ -382,14 +409,18 @@ impl Target {
                         "org.apache.rocketmq.namesrv.NamesrvStartup",
                         "namesrv.conf",
                     );
-                    run.namesrv = Some(Proc::spawn("namesrv", cmd, &self.dir)?);
+                    run.namesrv = Some(Server::Proc(Proc::spawn("namesrv", cmd, &self.dir)?));
                 }
                 let cmd = self.apache_command(
                     &cp,
                     "org.apache.rocketmq.broker.BrokerStartup",
                     "broker.conf",
                 );
-                run.broker = Some(Proc::spawn(&format!("broker-{n}"), cmd, &self.dir)?);
+                run.broker = Some(Server::Proc(Proc::spawn(
+                    &format!("broker-{n}"),
+                    cmd,
+                    &self.dir,
+                )?));
             }
         }
         Ok(())
@@ -403,7 +434,7 @@ impl Target {
         } = &mut *run;
         for p in [broker.as_mut(), namesrv.as_mut()].into_iter().flatten() {
             if let Some(st) = p.exited()? {
-                bail!("{} exited ({st})\n{}", p.name, p.output_tail(60));
+                bail!("{} exited ({st})\n{}", p.name(), p.output_tail(60));
             }
         }
         if broker.is_none() {
@@ -471,7 +502,7 @@ impl Target {
                     Some(st) if st.success() || st.code() == Some(143) => {}
                     Some(st) => bail!(
                         "{} exited with {st} on SIGTERM\n{}",
-                        p.name,
+                        p.name(),
                         p.output_tail(60)
                     ),
                     None => {
@@ -479,7 +510,7 @@ impl Target {
                         p.kill()?;
                         bail!(
                             "{} did not stop within {STOP_TIMEOUT:?} of SIGTERM\n{tail}",
-                            p.name
+                            p.name()
                         )
                     }
                 }

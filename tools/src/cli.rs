@@ -54,6 +54,8 @@ pub enum Command {
     Broker(BrokerArgs),
     /// Load a broker with producers and/or consumers and report throughput and latency.
     Bench(crate::bench::BenchArgs),
+    /// Check that a standalone Skiff serves: its broker is registered and answers (exit 0 or 1).
+    Health(crate::health::HealthArgs),
 }
 
 #[derive(Debug, Args)]
@@ -70,20 +72,30 @@ Examples:
     skiff standalone --data /tmp/skiff-test --namesrv-listen 127.0.0.1:0 --broker-listen 127.0.0.1:0
 
 Settings are applied in this order, later ones winning: Skiff's defaults, the -c file, then \
---data, --broker-listen and --set. The broker always registers with the name server of this \
-process. Once both listen, the addresses (with the real ports) are printed on stdout.")]
+--data, --broker-listen, SKIFF_<key> environment variables and --set. The broker always registers \
+with the name server of this process. Once both listen, the addresses (with the real ports) are \
+printed on stdout.
+
+Environment (for containers): SKIFF_DATA, SKIFF_NAMESRV_LISTEN and SKIFF_BROKER_LISTEN stand for \
+the flags of the same name. Every SKIFF_<key> whose key starts with a lower-case letter, such as \
+SKIFF_brokerIP1=10.0.0.5 or SKIFF_flushDiskType=SYNC_FLUSH, is a --set <key>=<value>.")]
 pub struct StandaloneArgs {
     /// Data directory (the broker's storePathRootDir) [default: $HOME/skiff-data]
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", env = "SKIFF_DATA")]
     pub data: Option<PathBuf>,
 
     /// Name server address, IP:PORT (port 0 picks a free port)
-    #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:9876")]
+    #[arg(
+        long,
+        value_name = "ADDR",
+        env = "SKIFF_NAMESRV_LISTEN",
+        default_value = "127.0.0.1:9876"
+    )]
     pub namesrv_listen: SocketAddr,
 
     /// Broker address, IP:PORT; the IP is also the one published to clients unless brokerIP1 is set
     /// [default: 127.0.0.1:10911]
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", env = "SKIFF_BROKER_LISTEN")]
     pub broker_listen: Option<SocketAddr>,
 
     /// Broker config: .toml, or Java properties (broker.conf); keys are Apache RocketMQ's

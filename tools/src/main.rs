@@ -4,6 +4,7 @@
 
 mod bench;
 mod cli;
+mod health;
 mod logging;
 mod serve;
 mod settings;
@@ -35,6 +36,7 @@ fn main() -> ExitCode {
             Command::Namesrv(args) => serve::namesrv(args).await.map(|()| ExitCode::SUCCESS),
             Command::Broker(args) => serve::broker(args).await.map(|()| ExitCode::SUCCESS),
             Command::Bench(args) => Ok(bench::run(args).await),
+            Command::Health(args) => Ok(health::run(args).await),
         }
     });
     // Blocking work still running (a stuck flush after a timed-out stop) must not hold the exit.

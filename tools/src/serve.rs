@@ -141,7 +141,7 @@ fn bind_addr(config: &BrokerConfig) -> SocketAddr {
 }
 
 /// An address this host can connect to: loopback when the listener is on all interfaces.
-fn reachable(bound: SocketAddr) -> SocketAddr {
+pub(crate) fn reachable(bound: SocketAddr) -> SocketAddr {
     match bound.ip() {
         IpAddr::V4(ip) if ip.is_unspecified() => {
             SocketAddr::new(Ipv4Addr::LOCALHOST.into(), bound.port())

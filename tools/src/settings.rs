@@ -1,6 +1,7 @@
 //! From command-line arguments to server configs. Later sources win: defaults, then the `-c`
-//! file, then flags, then `--set`.
+//! file, then flags, then `SKIFF_<key>` environment variables (brokers only), then `--set`.
 
+use std::ffi::OsString;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 
@@ -20,9 +21,52 @@ pub fn default_data_dir() -> PathBuf {
         .join("skiff-data")
 }
 
+/// Environment variables that stand for `--set`: `SKIFF_flushDiskType=SYNC_FLUSH` is
+/// `--set flushDiskType=SYNC_FLUSH`. A container is configured this way, having no shell to build
+/// a command line. Only names whose key starts with a lower-case letter count (Java's keys are
+/// camelCase), so that SKIFF_DATA, SKIFF_BIN and the like are never taken for settings.
+pub const ENV_SET_PREFIX: &str = "SKIFF_";
+
+/// One `SKIFF_<key>=<value>` variable.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvSet {
+    pub name: String,
+    pub key: String,
+    pub value: String,
+}
+
+/// The `SKIFF_<key>` variables among `vars`, sorted by name so the order never depends on the
+/// environment's.
+pub fn env_sets(vars: impl IntoIterator<Item = (OsString, OsString)>) -> Vec<EnvSet> {
+    let mut sets: Vec<EnvSet> = vars
+        .into_iter()
+        .filter_map(|(name, value)| {
+            let name = name.into_string().ok()?;
+            let key = name.strip_prefix(ENV_SET_PREFIX)?;
+            if !key.starts_with(|c: char| c.is_ascii_lowercase()) {
+                return None;
+            }
+            Some(EnvSet {
+                key: key.to_owned(),
+                value: value.into_string().ok()?.trim().to_owned(),
+                name,
+            })
+        })
+        .collect();
+    sets.sort_by(|a, b| a.name.cmp(&b.name));
+    sets
+}
+
 /// The name server's and the broker's configs; the broker's `namesrvAddr` is filled in once the
 /// name server listens.
 pub fn standalone(args: &StandaloneArgs) -> Result<(NamesrvConfig, BrokerConfig), ConfigError> {
+    standalone_with_env(args, &env_sets(std::env::vars_os()))
+}
+
+fn standalone_with_env(
+    args: &StandaloneArgs,
+    env: &[EnvSet],
+) -> Result<(NamesrvConfig, BrokerConfig), ConfigError> {
     let namesrv = NamesrvConfig {
         bind_address: args.namesrv_listen.ip(),
         listen_port: args.namesrv_listen.port(),
@@ -44,6 +88,7 @@ pub fn standalone(args: &StandaloneArgs) -> Result<(NamesrvConfig, BrokerConfig)
         broker.bind_address = addr.ip();
         broker.listen_port = addr.port();
     }
+    apply_env(env, |key, value| broker.set(key, value))?;
     apply_sets(&args.set, |key, value| broker.set(key, value))?;
     namesrv.validate()?;
     broker.validate()?;
@@ -67,6 +112,9 @@ pub fn namesrv(args: &NamesrvArgs) -> Result<NamesrvConfig, ConfigError> {
 pub fn broker(args: &BrokerArgs) -> Result<BrokerConfig, ConfigError> {
     let mut config = BrokerConfig::from_env();
     config.apply_file(&args.config)?;
+    apply_env(&env_sets(std::env::vars_os()), |key, value| {
+        config.set(key, value)
+    })?;
     apply_sets(&args.set, |key, value| config.set(key, value))?;
     config.validate()?;
     Ok(config)
@@ -82,6 +130,16 @@ fn apply_sets(
     Ok(())
 }
 
+fn apply_env(
+    env: &[EnvSet],
+    mut set: impl FnMut(&str, &str) -> Result<(), ConfigError>,
+) -> Result<(), ConfigError> {
+    for var in env {
+        set(&var.key, &var.value).map_err(|e| e.at(Location::Environment(var.name.clone())))?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,11 +148,65 @@ mod tests {
     use skiff_server::config::FlushDiskType;
 
     fn standalone_from(args: &[&str]) -> Result<(NamesrvConfig, BrokerConfig), ConfigError> {
+        standalone_from_env(args, &[])
+    }
+
+    fn standalone_from_env(
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Result<(NamesrvConfig, BrokerConfig), ConfigError> {
         let argv = ["skiff", "standalone"].iter().chain(args);
+        let env = env_sets(env.iter().map(|(k, v)| (k.into(), v.into())));
         match Cli::parse_from(argv).command {
-            Command::Standalone(args) => standalone(&args),
+            Command::Standalone(args) => standalone_with_env(&args, &env),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn only_skiff_variables_with_a_java_key_are_settings() {
+        let env = env_sets(
+            [
+                ("SKIFF_flushDiskType", " SYNC_FLUSH "),
+                ("SKIFF_DATA", "/data"),
+                ("SKIFF_BIN", "/bin/skiff"),
+                ("SKIFF_", "x"),
+                ("HOME", "/root"),
+                ("SKIFF_brokerIP1", "10.0.0.5"),
+            ]
+            .map(|(k, v)| (OsString::from(k), OsString::from(v))),
+        );
+        let pairs: Vec<(&str, &str)> = env
+            .iter()
+            .map(|e| (e.key.as_str(), e.value.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [("brokerIP1", "10.0.0.5"), ("flushDiskType", "SYNC_FLUSH")]
+        );
+    }
+
+    #[test]
+    fn environment_wins_over_flags_and_set_wins_over_environment() {
+        let env = [
+            ("SKIFF_listenPort", "20911"),
+            ("SKIFF_brokerName", "from-env"),
+        ];
+        let (_, broker) = standalone_from_env(&["--broker-listen", "0.0.0.0:10911"], &env).unwrap();
+        assert_eq!(broker.listen_port, 20911);
+        assert_eq!(broker.broker_name, "from-env");
+        assert!(broker.bind_address.is_unspecified());
+        let (_, broker) = standalone_from_env(&["--set", "brokerName=from-set"], &env).unwrap();
+        assert_eq!(broker.broker_name, "from-set");
+    }
+
+    #[test]
+    fn bad_environment_setting_names_the_variable() {
+        let err = standalone_from_env(&[], &[("SKIFF_flushDiskType", "SYNC")]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r#"environment variable SKIFF_flushDiskType: flushDiskType = "SYNC": expected ASYNC_FLUSH or SYNC_FLUSH"#
+        );
     }
 
     #[test]

@@ -135,3 +135,51 @@ fn busy_broker_port_is_explained() {
     assert!(skiff.stderr().contains(&expected), "{}", skiff.stderr());
     drop(taken);
 }
+
+#[test]
+fn health_checks_registration_and_heartbeat() {
+    let mut skiff = Standalone::start(&["--broker-listen", "127.0.0.1:0"]);
+    let banner = skiff
+        .banner(Duration::from_secs(60))
+        .expect("standalone printed its addresses");
+    let namesrv = address(&banner, "name server").to_string();
+    let broker = address(&banner, "broker").to_string();
+
+    let out = skiff_health(&["--namesrv", &namesrv, "--broker", &broker]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains(&format!("healthy: broker broker-a at {broker}")),
+        "{}",
+        text(&out.stdout)
+    );
+
+    // A broker port nobody registered: the name server answers, but the check must fail.
+    let out = skiff_health(&["--namesrv", &namesrv, "--broker", "127.0.0.1:1"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains("lists no master broker on port 1"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    skiff.terminate();
+    skiff.wait(Duration::from_secs(10)).expect("stopped");
+    let out = skiff_health(&["--namesrv", &namesrv, "--broker", &broker, "--timeout", "1s"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).starts_with("skiff health: not healthy: name server"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+/// `skiff health` without the image's SKIFF_* variables, whatever the test's environment holds.
+fn skiff_health(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skiff"))
+        .arg("health")
+        .args(args)
+        .env_remove("SKIFF_NAMESRV_LISTEN")
+        .env_remove("SKIFF_BROKER_LISTEN")
+        .output()
+        .expect("run skiff health")
+}

@@ -11,6 +11,8 @@ pub enum Location {
     File { path: PathBuf, line: usize },
     /// A `--set key=value` argument.
     CommandLine,
+    /// An environment variable standing for a `--set` (`SKIFF_<key>`, see the `skiff` CLI).
+    Environment(String),
 }
 
 impl fmt::Display for Location {
@@ -18,6 +20,7 @@ impl fmt::Display for Location {
         match self {
             Location::File { path, line } => write!(f, "{}:{line}", path.display()),
             Location::CommandLine => f.write_str("--set"),
+            Location::Environment(name) => write!(f, "environment variable {name}"),
         }
     }
 }

@@ -147,7 +147,7 @@ impl BenchArgs {
 }
 
 /// `500ms`, `10s`, `2m`, or a bare number of seconds.
-fn parse_duration(text: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let split = text
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))

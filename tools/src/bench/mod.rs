@@ -23,6 +23,7 @@ use anyhow::{bail, Result};
 use bytes::Bytes;
 use tokio::sync::watch;
 
+pub(crate) use args::parse_duration;
 pub use args::BenchArgs;
 use args::{Mode, StartAt};
 use consume::Consuming;
