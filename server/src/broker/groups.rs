@@ -22,6 +22,16 @@ struct GroupsFile {
     forbidden_table: BTreeMap<String, BTreeMap<String, i32>>,
 }
 
+/// `Validators.CHARACTER_MAX_LENGTH`, the limit Java auto-creates groups up to.
+const AUTO_CREATE_MAX_LENGTH: usize = 255;
+
+fn has_illegal_char(name: &str) -> bool {
+    name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-'))
+}
+
 pub struct SubscriptionGroupManager {
     state: RwLock<GroupsFile>,
     path: PathBuf,
@@ -45,7 +55,9 @@ impl SubscriptionGroupManager {
         if let Some(found) = self.state.read().subscription_group_table.get(group) {
             return Some(found.clone());
         }
-        if !self.auto_create {
+        // Java's `findSubscriptionGroupConfig` never auto-creates an illegal name (the name ends
+        // up in retry topic names and file contents).
+        if !self.auto_create || group.len() > AUTO_CREATE_MAX_LENGTH || has_illegal_char(group) {
             return None;
         }
         let created = {
@@ -107,5 +119,7 @@ mod tests {
         });
         assert!(strict.find_or_create("other").is_none());
         assert!(strict.find_or_create("g1").is_some());
+        assert!(groups.find_or_create("../x").is_none());
+        assert!(groups.find_or_create(&"g".repeat(256)).is_none());
     }
 }

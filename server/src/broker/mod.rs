@@ -128,9 +128,7 @@ impl Service for BrokerState {
                 Handled::Now(queries::view_message(&self, commit_log_offset))
             }
             Request::CreateTopic(topic) => admin::create_topic(&self, topic),
-            Request::DeleteTopicInBroker { topic } => {
-                Handled::Now(admin::delete_topic(&self, &topic))
-            }
+            Request::DeleteTopicInBroker { topic } => admin::delete_topic(&self, &topic),
             Request::GetAllTopicConfig => {
                 let (topics, data_version) = self.topics.snapshot();
                 Handled::Now(Reply::TopicConfigs {

@@ -42,6 +42,9 @@ pub struct TopicConfigManager {
     path: PathBuf,
     /// Bumped whenever topics change, so the broker re-registers with name servers at once.
     changed: watch::Sender<u64>,
+    /// The topics this broker made for itself (Java's `TopicValidator.addSystemTopic` calls
+    /// in `TopicConfigManager`): its cluster- and broker-named topics among them.
+    system: std::collections::BTreeSet<String>,
 }
 
 fn now_millis() -> i64 {
@@ -57,11 +60,13 @@ impl TopicConfigManager {
         let path = persist::config_dir(&config.store_path_root_dir).join("topics.json");
         let file: TopicsFile = persist::load(&path).unwrap_or_default();
         let mut topics = system_topics(config);
+        let system = topics.keys().cloned().collect();
         // Persisted settings win, except that the template follows autoCreateTopicEnable.
-        for (name, topic) in file.topic_config_table {
+        for (name, mut topic) in file.topic_config_table {
             if name == topic::AUTO_CREATE_TOPIC_KEY && !config.auto_create_topic_enable {
                 continue;
             }
+            clamp_queue_nums(&mut topic, config.max_topic_queue_nums);
             topics.insert(name, topic);
         }
         let mut data_version = file.data_version;
@@ -74,7 +79,14 @@ impl TopicConfigManager {
             }),
             path,
             changed: watch::Sender::new(0),
+            system,
         }
+    }
+
+    /// Whether `name` belongs to the broker: a RocketMQ system topic, or one this broker made
+    /// for itself (cluster name, broker name, reply and trace topics).
+    pub fn is_system_topic(&self, name: &str) -> bool {
+        topic::is_system_topic(name) || self.system.contains(name)
     }
 
     pub fn get(&self, name: &str) -> Option<TopicConfig> {
@@ -214,6 +226,19 @@ impl TopicConfigManager {
     fn persist_and_announce(&self) {
         self.persist();
         self.changed.send_modify(|version| *version += 1);
+    }
+}
+
+/// Brings persisted queue counts into `0..=max` (older versions accepted any number), saying so.
+fn clamp_queue_nums(topic: &mut TopicConfig, max: i32) {
+    let (read, write) = (topic.read_queue_nums, topic.write_queue_nums);
+    topic.read_queue_nums = read.clamp(0, max);
+    topic.write_queue_nums = write.clamp(0, max);
+    if (read, write) != (topic.read_queue_nums, topic.write_queue_nums) {
+        warn!(
+            topic = %topic.topic_name, read, write, max,
+            "topics.json gives this topic queue counts out of range; using the nearest allowed (maxTopicQueueNums)"
+        );
     }
 }
 
