@@ -305,10 +305,16 @@ impl Broker {
         }));
 
         let shutdown = CancellationToken::new();
-        let server = tokio::spawn(net::serve(
+        let limits = net::Limits {
+            max_frame_len: state.config.frame_max_length,
+            idle_timeout: Duration::from_secs(state.config.server_channel_max_idle_time_seconds),
+            max_connections: state.config.server_max_connections,
+            max_in_flight: state.config.server_max_in_flight_requests,
+        };
+        let server = tokio::spawn(net::serve_with(
             listener,
             state.clone(),
-            state.config.frame_max_length,
+            limits,
             shutdown.clone(),
         ));
         let background = vec![
