@@ -3,7 +3,8 @@
 //! created the first time a consumer of it shows up.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
@@ -11,10 +12,11 @@ use skiff_model::consumer::SubscriptionGroupConfig;
 use skiff_model::route::DataVersion;
 use tracing::{info, warn};
 
+use super::config_file::ConfigFile;
 use super::persist;
 use crate::config::BrokerConfig;
 
-#[derive(Serialize, Deserialize, Default)]
+#[derive(Serialize, Deserialize, Default, Clone)]
 #[serde(rename_all = "camelCase", default)]
 struct GroupsFile {
     data_version: DataVersion,
@@ -33,18 +35,28 @@ fn has_illegal_char(name: &str) -> bool {
 }
 
 pub struct SubscriptionGroupManager {
-    state: RwLock<GroupsFile>,
-    path: PathBuf,
+    state: Arc<RwLock<GroupsFile>>,
+    /// The one writer of `subscriptionGroup.json`.
+    file: ConfigFile,
     auto_create: bool,
 }
 
 impl SubscriptionGroupManager {
     pub fn load(config: &BrokerConfig) -> Self {
         let path = persist::config_dir(&config.store_path_root_dir).join("subscriptionGroup.json");
-        let file = persist::load(&path).unwrap_or_default();
+        let state: Arc<RwLock<GroupsFile>> =
+            Arc::new(RwLock::new(persist::load(&path).unwrap_or_default()));
+        let file = ConfigFile::spawn(path, skiff_store::fs::real(), {
+            let state = state.clone();
+            move || {
+                let snapshot = state.read().clone();
+                skiff_protocol::fastjson::to_string_pretty(&snapshot)
+                    .expect("subscription groups serialize")
+            }
+        });
         SubscriptionGroupManager {
-            state: RwLock::new(file),
-            path,
+            state,
+            file,
             auto_create: config.auto_create_subscription_group,
         }
     }
@@ -71,7 +83,7 @@ impl SubscriptionGroupManager {
             created
         };
         info!(group, "auto-created subscription group");
-        self.persist();
+        self.file.request();
         Some(created)
     }
 
@@ -84,14 +96,13 @@ impl SubscriptionGroupManager {
                 .insert(config.group_name.clone(), config);
             state.data_version.counter += 1;
         }
-        self.persist();
+        self.file.request();
     }
 
+    /// Writes `subscriptionGroup.json` now and waits for it. Blocks: not for async workers.
     pub fn persist(&self) {
-        let content = skiff_protocol::fastjson::to_string_pretty(&*self.state.read())
-            .expect("subscription groups serialize");
-        if let Err(err) = persist::store(&self.path, &content) {
-            warn!(file = %self.path.display(), %err, "cannot write subscriptionGroup.json");
+        if !self.file.flush(Duration::from_secs(10)) {
+            warn!(file = %self.file.path().display(), "subscriptionGroup.json not written yet");
         }
     }
 }
@@ -110,6 +121,7 @@ mod tests {
         let groups = SubscriptionGroupManager::load(&config);
         let group = groups.find_or_create("g1").unwrap();
         assert_eq!(group.retry_max_times, 16);
+        groups.persist();
         let reloaded = SubscriptionGroupManager::load(&config);
         assert_eq!(reloaded.find_or_create("g1"), Some(group));
 

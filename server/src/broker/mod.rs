@@ -8,6 +8,7 @@
 
 mod admin;
 mod client;
+mod config_file;
 mod consumers;
 mod groups;
 mod long_polling;
@@ -296,7 +297,7 @@ impl Broker {
             store: store.clone(),
             config,
         });
-        state.topics.persist();
+        state.topics.request_persist();
         let weak = Arc::downgrade(&state);
         store.set_message_arrival_listener(Arc::new(move |topic: &str, queue_id, max_offset| {
             if let Some(state) = weak.upgrade() {
@@ -369,11 +370,14 @@ impl Broker {
         for task in self.background {
             let _ = task.await;
         }
-        self.state.offsets.persist_if_dirty();
-        self.state.topics.persist();
-        self.state.groups.persist();
-        let store = self.state.store.clone();
-        let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
+        let state = self.state.clone();
+        let _ = tokio::task::spawn_blocking(move || {
+            state.offsets.persist_if_dirty();
+            state.topics.persist();
+            state.groups.persist();
+            state.store.shutdown();
+        })
+        .await;
         info!(broker = %self.state.config.broker_name, "broker stopped");
     }
 }
@@ -394,7 +398,7 @@ async fn persist_offsets_periodically(state: Arc<BrokerState>, shutdown: Cancell
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = ticker.tick() => state.offsets.persist_if_dirty(),
+            _ = ticker.tick() => state.offsets.request_persist_if_dirty(),
         }
     }
 }

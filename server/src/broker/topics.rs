@@ -6,8 +6,8 @@
 //! transaction and reply topics).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
@@ -16,11 +16,14 @@ use skiff_model::topic;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use super::config_file::ConfigFile;
 use super::persist;
 use crate::config::BrokerConfig;
 
 /// Queues of `SCHEDULE_TOPIC_XXXX`: one per delay level.
 const SCHEDULE_TOPIC_QUEUE_NUM: i32 = 18;
+/// How long [`TopicConfigManager::persist`] waits for the writer.
+const PERSIST_WAIT: Duration = Duration::from_secs(10);
 /// `MixAll.REPLY_TOPIC_POSTFIX`.
 const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
 
@@ -38,8 +41,9 @@ struct State {
 }
 
 pub struct TopicConfigManager {
-    state: RwLock<State>,
-    path: PathBuf,
+    state: Arc<RwLock<State>>,
+    /// The one writer of `topics.json`: changes only request a write.
+    file: ConfigFile,
     /// Bumped whenever topics change, so the broker re-registers with name servers at once.
     changed: watch::Sender<u64>,
     /// The topics this broker made for itself (Java's `TopicValidator.addSystemTopic` calls
@@ -72,12 +76,27 @@ impl TopicConfigManager {
         let mut data_version = file.data_version;
         data_version.timestamp = now_millis();
         data_version.counter += 1;
+        let state = Arc::new(RwLock::new(State {
+            topics,
+            data_version,
+        }));
+        let file = ConfigFile::spawn(path, skiff_store::fs::real(), {
+            let state = state.clone();
+            move || {
+                // Copy under the lock, serialize outside it: creations never wait for JSON.
+                let file = {
+                    let state = state.read();
+                    TopicsFile {
+                        data_version: state.data_version,
+                        topic_config_table: state.topics.clone(),
+                    }
+                };
+                skiff_protocol::fastjson::to_string_pretty(&file).expect("topic configs serialize")
+            }
+        });
         TopicConfigManager {
-            state: RwLock::new(State {
-                topics,
-                data_version,
-            }),
-            path,
+            state,
+            file,
             changed: watch::Sender::new(0),
             system,
         }
@@ -208,23 +227,20 @@ impl TopicConfigManager {
         removed
     }
 
-    /// Writes `topics.json` now.
+    /// Writes `topics.json` now and waits for it. Blocks: call it from a blocking thread.
     pub fn persist(&self) {
-        let content = {
-            let state = self.state.read();
-            let file = TopicsFile {
-                data_version: state.data_version,
-                topic_config_table: state.topics.clone(),
-            };
-            skiff_protocol::fastjson::to_string_pretty(&file).expect("topic configs serialize")
-        };
-        if let Err(err) = persist::store(&self.path, &content) {
-            warn!(file = %self.path.display(), %err, "cannot write topics.json; topic changes are not durable until it succeeds");
+        if !self.file.flush(PERSIST_WAIT) {
+            warn!(file = %self.file.path().display(), "topics.json not written yet; topic changes are not durable until it succeeds");
         }
     }
 
+    /// Asks the writer thread to write `topics.json` soon; returns at once.
+    pub fn request_persist(&self) {
+        self.file.request();
+    }
+
     fn persist_and_announce(&self) {
-        self.persist();
+        self.file.request();
         self.changed.send_modify(|version| *version += 1);
     }
 }
@@ -322,6 +338,7 @@ mod tests {
         let big = topics.create_from_template("Big", "TBW102", 64, 0).unwrap();
         assert_eq!(big.write_queue_nums, 8, "capped by the template");
         assert!(topics.create_from_template("X", "Missing", 4, 0).is_none());
+        topics.persist();
         let reloaded = TopicConfigManager::load(&cfg);
         assert_eq!(reloaded.get("NewTopic"), Some(created));
     }
