@@ -9,18 +9,27 @@
 //!
 //! Replies and server-initiated requests (such as `NOTIFY_CONSUMER_IDS_CHANGED`) go through the
 //! connection's [`ClientChannel`], whose writer task batches queued frames into few syscalls.
+//!
+//! [`Limits`] bound what one peer can hold: connections beyond `max_connections` are closed at
+//! accept; a connection that completes no frame and is sent none for `idle_timeout` is closed (as
+//! Java's `IdleStateHandler` closes it, but counting whole frames, so a peer trickling a byte a
+//! second is reaped too); at most `max_in_flight` requests of a connection are in progress, more
+//! are answered SYSTEM_BUSY before they run; and what is still in progress when the connection
+//! closes (a held pull) is dropped with it.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
+use skiff_model::command::ErrorKind;
 use skiff_model::command::{Reply, Request};
 use skiff_protocol::remoting::{self, RemotingCodec, RemotingCommand};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -28,6 +37,34 @@ use tracing::{debug, info, warn};
 
 /// Frames a connection may have queued for writing before senders wait.
 const OUTBOUND_QUEUE: usize = 4096;
+
+/// Java's answer when its request thread pool is full (`NettyRemotingAbstract`).
+pub const OVERLOAD_REMARK: &str = "[OVERLOAD]system busy, start flow control for a while";
+
+/// What one listener lets its peers hold.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest frame accepted; a longer one closes the connection.
+    pub max_frame_len: usize,
+    /// A connection with no complete frame either way for this long is closed.
+    pub idle_timeout: Duration,
+    /// Connections open at once.
+    pub max_connections: usize,
+    /// Requests of one connection in progress at once.
+    pub max_in_flight: usize,
+}
+
+impl Limits {
+    /// Java's defaults (`serverChannelMaxIdleTimeSeconds` = 120) and Skiff's.
+    pub fn new(max_frame_len: usize) -> Self {
+        Limits {
+            max_frame_len,
+            idle_timeout: Duration::from_secs(120),
+            max_connections: 10_000,
+            max_in_flight: 4096,
+        }
+    }
+}
 
 /// A reply that needs more time: awaited on its own task.
 pub type ReplyFuture = Pin<Box<dyn Future<Output = Reply> + Send + 'static>>;
@@ -146,15 +183,38 @@ pub async fn serve<S: Service>(
     max_frame_len: usize,
     shutdown: CancellationToken,
 ) {
+    serve_with(listener, service, Limits::new(max_frame_len), shutdown).await
+}
+
+/// [`serve`] with explicit [`Limits`].
+pub async fn serve_with<S: Service>(
+    listener: TcpListener,
+    service: Arc<S>,
+    limits: Limits,
+    shutdown: CancellationToken,
+) {
     let tracker = TaskTracker::new();
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let mut refused: u64 = 0;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    let Ok(permit) = connections.clone().try_acquire_owned() else {
+                        refused += 1;
+                        if refused.is_power_of_two() {
+                            warn!(%peer, refused, max = limits.max_connections, "too many connections: closing new ones (serverMaxConnections)");
+                        }
+                        drop(stream);
+                        continue;
+                    };
                     let service = service.clone();
                     let shutdown = shutdown.clone();
-                    tracker.spawn(serve_connection(stream, peer, service, max_frame_len, shutdown));
+                    tracker.spawn(async move {
+                        serve_connection(stream, peer, service, limits, shutdown).await;
+                        drop(permit);
+                    });
                 }
                 Err(err) => {
                     // Typically EMFILE: back off briefly instead of spinning.
@@ -172,13 +232,32 @@ pub async fn serve<S: Service>(
 /// flush, held pulls being released) before it closes anyway.
 const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// When a connection last completed a frame either way, in ms since it opened.
+struct Activity {
+    opened: Instant,
+    last_ms: AtomicU64,
+}
+
+impl Activity {
+    fn touch(&self) {
+        let ms = self.opened.elapsed().as_millis() as u64;
+        self.last_ms.fetch_max(ms, Ordering::Relaxed);
+    }
+
+    /// When the connection counts as idle unless something happens before.
+    fn idle_at(&self, idle: Duration) -> Instant {
+        self.opened + Duration::from_millis(self.last_ms.load(Ordering::Relaxed)) + idle
+    }
+}
+
 async fn serve_connection<S: Service>(
     stream: TcpStream,
     peer: SocketAddr,
     service: Arc<S>,
-    max_frame_len: usize,
+    limits: Limits,
     shutdown: CancellationToken,
 ) {
+    let max_frame_len = limits.max_frame_len;
     let _ = stream.set_nodelay(true);
     let (read_half, write_half) = stream.into_split();
     let mut frames = FramedRead::new(read_half, RemotingCodec::new(max_frame_len));
@@ -192,24 +271,44 @@ async fn serve_connection<S: Service>(
         closed: closed.clone(),
     }));
     debug!(?channel, "connection opened");
+    let activity = Arc::new(Activity {
+        opened: Instant::now(),
+        last_ms: AtomicU64::new(0),
+    });
     let writer = tokio::spawn(write_frames(
         FramedWrite::new(write_half, RemotingCodec::new(max_frame_len)),
         rx,
         closed.clone(),
+        activity.clone(),
     ));
     let ctx = RequestContext {
         channel: channel.clone(),
     };
-    let in_flight = TaskTracker::new();
+    let in_flight = InFlight {
+        tasks: TaskTracker::new(),
+        permits: Arc::new(Semaphore::new(limits.max_in_flight)),
+        closed: closed.clone(),
+    };
     let mut draining = false;
     loop {
+        let idle_at = activity.idle_at(limits.idle_timeout);
         let frame = tokio::select! {
             _ = closed.cancelled() => break,
             _ = shutdown.cancelled() => { draining = true; break }
+            _ = tokio::time::sleep_until(idle_at.into()) => {
+                if activity.idle_at(limits.idle_timeout) <= Instant::now() {
+                    info!(%peer, idle = ?limits.idle_timeout, "closing an idle connection (serverChannelMaxIdleTimeSeconds)");
+                    break;
+                }
+                continue;
+            }
             frame = frames.next() => frame,
         };
         match frame {
-            Some(Ok(command)) => dispatch(&service, &ctx, &in_flight, command).await,
+            Some(Ok(command)) => {
+                activity.touch();
+                dispatch(&service, &ctx, &in_flight, command).await
+            }
             Some(Err(err)) => {
                 info!(%peer, %err, "closing connection after a bad frame");
                 break;
@@ -217,11 +316,12 @@ async fn serve_connection<S: Service>(
             None => break,
         }
     }
-    in_flight.close();
+    in_flight.tasks.close();
     if draining {
         // Let requests already accepted finish, so a send that was stored also gets its answer.
-        let _ = tokio::time::timeout(DRAIN_TIMEOUT, in_flight.wait()).await;
+        let _ = tokio::time::timeout(DRAIN_TIMEOUT, in_flight.tasks.wait()).await;
     }
+    // Whatever is still in progress (held pulls) is dropped now, not at its timeout.
     closed.cancel();
     service.on_disconnect(&channel);
     drop(ctx);
@@ -230,10 +330,17 @@ async fn serve_connection<S: Service>(
     debug!(%peer, "connection closed");
 }
 
+/// The requests of one connection in progress.
+struct InFlight {
+    tasks: TaskTracker,
+    permits: Arc<Semaphore>,
+    closed: CancellationToken,
+}
+
 async fn dispatch<S: Service>(
     service: &Arc<S>,
     ctx: &RequestContext,
-    in_flight: &TaskTracker,
+    in_flight: &InFlight,
     command: RemotingCommand,
 ) {
     if command.is_response() {
@@ -241,12 +348,23 @@ async fn dispatch<S: Service>(
         debug!(peer = %ctx.channel.peer(), code = command.code, "ignoring an unexpected response");
         return;
     }
+    // Refused before it runs, so a refused send was not stored.
+    let Ok(permit) = in_flight.permits.clone().try_acquire_owned() else {
+        if !command.is_oneway() {
+            let busy = Reply::error(ErrorKind::SystemBusy, OVERLOAD_REMARK);
+            ctx.channel
+                .send(remoting::encode_reply(&command, busy))
+                .await;
+        }
+        return;
+    };
     let handled = match remoting::decode_request(&command) {
         Ok(request) => service.clone().handle(ctx, request),
         Err(error) => Handled::Now(Reply::Error(error)),
     };
     match handled {
         Handled::Now(reply) => {
+            drop(permit);
             if !command.is_oneway() {
                 ctx.channel
                     .send(remoting::encode_reply(&command, reply))
@@ -255,8 +373,14 @@ async fn dispatch<S: Service>(
         }
         Handled::Later(future) => {
             let channel = ctx.channel.clone();
-            in_flight.spawn(async move {
-                let reply = future.await;
+            let closed = in_flight.closed.clone();
+            in_flight.tasks.spawn(async move {
+                let _permit: OwnedSemaphorePermit = permit;
+                let reply = tokio::select! {
+                    reply = future => reply,
+                    // Nobody to answer: drop the work (and what it holds) now.
+                    _ = closed.cancelled() => return,
+                };
                 if !command.is_oneway() {
                     channel.send(remoting::encode_reply(&command, reply)).await;
                 }
@@ -270,6 +394,7 @@ async fn write_frames(
     mut sink: FramedWrite<tokio::net::tcp::OwnedWriteHalf, RemotingCodec>,
     mut queue: mpsc::Receiver<RemotingCommand>,
     closed: CancellationToken,
+    activity: Arc<Activity>,
 ) {
     loop {
         let frame = tokio::select! {
@@ -289,6 +414,7 @@ async fn write_frames(
         if sink.flush().await.is_err() {
             break;
         }
+        activity.touch();
     }
     closed.cancel();
     // Best effort: deliver what was already queued before the close.

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex};
 
+use crate::fs::Fs;
 use crate::mapped_file::{file_name, MappedFile};
 
 pub(crate) struct Allocator {
@@ -21,6 +22,7 @@ pub(crate) struct Allocator {
     /// Held while a segment file is being made, by the thread or by a writer that could not
     /// wait: a file is never made twice, and a ready file is never one in use.
     making: Mutex<()>,
+    fs: Fs,
 }
 
 #[derive(Default)]
@@ -33,8 +35,9 @@ struct State {
 }
 
 impl Allocator {
-    pub(crate) fn new(dir: PathBuf, size: usize, warm: bool) -> Self {
+    pub(crate) fn new(dir: PathBuf, size: usize, warm: bool, fs: Fs) -> Self {
         Allocator {
+            fs,
             dir,
             size,
             warm,
@@ -60,7 +63,13 @@ impl Allocator {
         if let Some(ready) = self.take(from) {
             return Ok(ready);
         }
-        let file = MappedFile::create(self.dir.join(file_name(from)), from, self.size)?;
+        let file = MappedFile::create(
+            self.dir.join(file_name(from)),
+            from,
+            self.size,
+            &self.fs,
+            true,
+        )?;
         Ok(Arc::new(file))
     }
 
@@ -96,7 +105,7 @@ impl Allocator {
             if path.exists() {
                 continue;
             }
-            match MappedFile::create(path, from, self.size) {
+            match MappedFile::create(path, from, self.size, &self.fs, true) {
                 Ok(mut file) => {
                     if self.warm {
                         file.warm();
@@ -140,7 +149,12 @@ mod tests {
     #[test]
     fn makes_the_wanted_segment_ahead() {
         let dir = tempfile::tempdir().unwrap();
-        let allocator = Arc::new(Allocator::new(dir.path().to_path_buf(), 8192, true));
+        let allocator = Arc::new(Allocator::new(
+            dir.path().to_path_buf(),
+            8192,
+            true,
+            crate::fs::real(),
+        ));
         let thread = {
             let allocator = Arc::clone(&allocator);
             std::thread::spawn(move || allocator.run())

@@ -65,8 +65,12 @@ impl CommitLog {
         }
     }
 
-    pub(crate) fn load(dir: &std::path::Path, segment_size: u64) -> Result<FileQueue, StoreError> {
-        FileQueue::load(dir, segment_size)
+    pub(crate) fn load(
+        dir: &std::path::Path,
+        segment_size: u64,
+        fs: &crate::fs::Fs,
+    ) -> Result<FileQueue, StoreError> {
+        FileQueue::load(dir, segment_size, fs)
     }
 
     pub(crate) fn lock(&self) -> PutGuard<'_> {
@@ -163,6 +167,9 @@ impl CommitLog {
             None => self.new_segment(0)?,
         };
         let mut pos = segment_size - first.free();
+        // A segment made by the allocator is reserved whole; one recovered at start is reserved
+        // here, once, before anything is written.
+        first.reserve(segment_size)?;
         offsets.clear();
         let total: usize = records.iter().map(|r| r.len).sum();
         if total + END_FILE_MIN_BLANK_LENGTH <= segment_size - pos {
@@ -303,7 +310,7 @@ fn write_chunk(segment: &MappedFile, chunk: &[u8], store_timestamp: i64) -> io::
         return Ok(());
     }
     segment
-        .append(chunk)
+        .append(chunk)?
         .ok_or_else(|| io::Error::other("commit log segment has no room for a planned write"))?;
     segment.set_store_timestamp(store_timestamp);
     Ok(())

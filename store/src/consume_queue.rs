@@ -11,7 +11,7 @@
 //! queue. A queue whose first entry is not 0 is padded before it with `(0, i32::MAX, 0)`.
 
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -19,6 +19,7 @@ use skiff_model::command::BoundaryType;
 
 use crate::error::StoreError;
 use crate::file_queue::FileQueue;
+use crate::fs::Fs;
 use crate::mapped_file::MappedFile;
 
 /// Bytes per entry (`CQ_STORE_UNIT_SIZE`).
@@ -98,6 +99,27 @@ pub(crate) struct ConsumeQueue {
     max_physic_offset: AtomicI64,
 }
 
+/// Whether `topic` can name a directory under the ConsumeQueue root without escaping it: the
+/// store's own guard, whatever the callers validated (Java's `TopicValidator` is stricter).
+pub(crate) fn is_storable_topic(topic: &str) -> bool {
+    !topic.is_empty()
+        && topic.len() <= 255
+        && topic != "."
+        && topic != ".."
+        && !topic.contains(['/', '\\', '\0'])
+}
+
+/// `<root>/<topic>`, or an error if the topic could name something outside `root`.
+pub(crate) fn topic_dir(root: &Path, topic: &str) -> io::Result<PathBuf> {
+    if !is_storable_topic(topic) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("the topic {topic:?} cannot name a consume queue directory"),
+        ));
+    }
+    Ok(root.join(topic))
+}
+
 impl ConsumeQueue {
     /// Maps the queue's files (creating its directory if missing).
     pub(crate) fn load(
@@ -105,9 +127,12 @@ impl ConsumeQueue {
         topic: &str,
         queue_id: i32,
         file_size: u64,
+        fs: &Fs,
     ) -> Result<Self, StoreError> {
-        let dir = root.join(topic).join(queue_id.to_string());
-        let files = FileQueue::load(&dir, file_size)?;
+        let dir = topic_dir(root, topic)
+            .map_err(|e| StoreError::io(root, e))?
+            .join(queue_id.to_string());
+        let files = FileQueue::load(&dir, file_size, fs)?;
         let min = files.min_offset().max(0);
         Ok(ConsumeQueue {
             topic: topic.to_string(),
@@ -119,15 +144,21 @@ impl ConsumeQueue {
     }
 
     /// A new queue with no files (nothing touches the disk until its first entry).
-    pub(crate) fn new_empty(root: &Path, topic: &str, queue_id: i32, file_size: u64) -> Self {
-        let dir = root.join(topic).join(queue_id.to_string());
-        ConsumeQueue {
+    pub(crate) fn new_empty(
+        root: &Path,
+        topic: &str,
+        queue_id: i32,
+        file_size: u64,
+        fs: &Fs,
+    ) -> io::Result<Self> {
+        let dir = topic_dir(root, topic)?.join(queue_id.to_string());
+        Ok(ConsumeQueue {
             topic: topic.to_string(),
             queue_id,
-            files: FileQueue::empty(dir, file_size),
+            files: FileQueue::empty(dir, file_size, fs),
             min_logic_offset: AtomicI64::new(0),
             max_physic_offset: AtomicI64::new(-1),
-        }
+        })
     }
 
     pub(crate) fn topic(&self) -> &str {
@@ -180,6 +211,18 @@ impl ConsumeQueue {
         while from < end {
             self.files.create_file(from)?;
             from += file_size;
+        }
+        // Allocate the entries' blocks now, before the CommitLog is written: a full disk then
+        // refuses the put cleanly instead of failing (or faulting) after it.
+        let mut at = offset * UNIT;
+        while at < end {
+            let file = self
+                .files
+                .find(at)
+                .ok_or_else(|| io::Error::other("consume queue file missing"))?;
+            let upto = end.min(file.end());
+            file.reserve((upto - file.from()) as usize)?;
+            at = upto;
         }
         Ok(())
     }
@@ -242,7 +285,7 @@ impl ConsumeQueue {
                 .ok_or_else(|| io::Error::other("consume queue file missing"))?;
             let room = (file.end() - byte_offset) as usize;
             let (now, later) = rest.split_at(room.min(rest.len()));
-            file.append(now)
+            file.append(now)?
                 .ok_or_else(|| io::Error::other("consume queue file out of place"))?;
             byte_offset += now.len() as i64;
             rest = later;
@@ -261,7 +304,7 @@ impl ConsumeQueue {
         for _ in 0..entries {
             block.extend_from_slice(&padding);
         }
-        file.append(&block)
+        file.append(&block)?
             .map(|_| ())
             .ok_or_else(|| io::Error::other("consume queue file out of place"))
     }
@@ -561,7 +604,7 @@ mod tests {
     }
 
     fn queue(dir: &Path) -> ConsumeQueue {
-        ConsumeQueue::load(dir, "T", 0, 5 * ENTRY_SIZE as u64).unwrap()
+        ConsumeQueue::load(dir, "T", 0, 5 * ENTRY_SIZE as u64, &crate::fs::real()).unwrap()
     }
 
     #[test]

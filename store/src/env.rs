@@ -1,5 +1,6 @@
 //! What the store asks of its surroundings, behind traits so tests can fake them: the time (store
-//! timestamps, flush and retention schedules) and disk usage (retention, disk-full refusal).
+//! timestamps, flush and retention schedules), disk usage (retention, disk-full refusal) and the
+//! file operations that can fail ([`crate::fs::FileSystem`]: allocation, msync).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -58,6 +59,7 @@ impl DiskProbe for StatvfsDisk {
 pub struct StoreEnv {
     pub clock: Arc<dyn Clock>,
     pub disk: Arc<dyn DiskProbe>,
+    pub fs: crate::fs::Fs,
 }
 
 impl Default for StoreEnv {
@@ -65,6 +67,7 @@ impl Default for StoreEnv {
         StoreEnv {
             clock: Arc::new(SystemClock),
             disk: Arc::new(StatvfsDisk),
+            fs: crate::fs::real(),
         }
     }
 }

@@ -15,6 +15,7 @@ use arc_swap::ArcSwap;
 use parking_lot::Mutex;
 
 use crate::error::StoreError;
+use crate::fs::Fs;
 use crate::mapped_file::{file_name, MappedFile};
 
 pub(crate) type Files = Vec<Arc<MappedFile>>;
@@ -27,12 +28,13 @@ pub(crate) struct FileQueue {
     change: Mutex<()>,
     /// Offset up to which everything is on disk.
     flushed_where: AtomicI64,
+    fs: Fs,
 }
 
 impl FileQueue {
     /// Maps every file of `dir` (created if missing), in name order. A trailing empty file is
     /// deleted; any other file of the wrong size fails the load, as in Java.
-    pub(crate) fn load(dir: &Path, file_size: u64) -> Result<Self, StoreError> {
+    pub(crate) fn load(dir: &Path, file_size: u64, fs: &Fs) -> Result<Self, StoreError> {
         fs::create_dir_all(dir).map_err(|e| StoreError::io(dir, e))?;
         let mut names = Vec::new();
         for entry in fs::read_dir(dir).map_err(|e| StoreError::io(dir, e))? {
@@ -63,7 +65,7 @@ impl FileQueue {
                     expected: file_size,
                 });
             }
-            let file = MappedFile::open(path.clone(), offset, file_size as usize)
+            let file = MappedFile::open(path.clone(), offset, file_size as usize, fs)
                 .map_err(|e| StoreError::io(&path, e))?;
             files.push(Arc::new(file));
         }
@@ -74,17 +76,19 @@ impl FileQueue {
             files: ArcSwap::from_pointee(files),
             change: Mutex::new(()),
             flushed_where: AtomicI64::new(flushed),
+            fs: Arc::clone(fs),
         })
     }
 
     /// A queue with no files yet; its directory is created with the first file.
-    pub(crate) fn empty(dir: PathBuf, file_size: u64) -> Self {
+    pub(crate) fn empty(dir: PathBuf, file_size: u64, fs: &Fs) -> Self {
         FileQueue {
             dir,
             file_size: file_size as usize,
             files: ArcSwap::from_pointee(Vec::new()),
             change: Mutex::new(()),
             flushed_where: AtomicI64::new(0),
+            fs: Arc::clone(fs),
         }
     }
 
@@ -135,11 +139,18 @@ impl FileQueue {
         find_in(&self.files.load(), offset, self.file_size)
     }
 
-    /// Creates the file starting at `from` and appends it to the list.
+    /// Creates the file starting at `from` and appends it to the list. Its blocks are allocated
+    /// ahead of the writer a step at a time ([`MappedFile::reserve`]).
     pub(crate) fn create_file(&self, from: i64) -> io::Result<Arc<MappedFile>> {
         let _change = self.change.lock();
         let path = self.dir.join(file_name(from));
-        let file = Arc::new(MappedFile::create(path, from, self.file_size)?);
+        let file = Arc::new(MappedFile::create(
+            path,
+            from,
+            self.file_size,
+            &self.fs,
+            false,
+        )?);
         self.publish_with(|files| files.push(Arc::clone(&file)));
         Ok(file)
     }
@@ -257,7 +268,7 @@ mod tests {
     #[test]
     fn load_find_truncate() {
         let dir = tempfile::tempdir().unwrap();
-        let queue = FileQueue::load(dir.path(), 100).unwrap();
+        let queue = FileQueue::load(dir.path(), 100, &crate::fs::real()).unwrap();
         assert_eq!(queue.min_offset(), -1);
         assert_eq!(queue.max_offset(), 0);
         let a = queue.create_file(0).unwrap();
@@ -271,7 +282,7 @@ mod tests {
         assert_eq!(queue.flush(0).unwrap(), 140);
         drop((a, b));
 
-        let mut reloaded = FileQueue::load(dir.path(), 100).unwrap();
+        let mut reloaded = FileQueue::load(dir.path(), 100, &crate::fs::real()).unwrap();
         assert_eq!(reloaded.max_offset(), 200);
         reloaded.truncate(50).unwrap();
         assert_eq!(reloaded.max_offset(), 50);
@@ -285,11 +296,11 @@ mod tests {
         fs::write(dir.path().join(file_name(0)), [0u8; 10]).unwrap();
         fs::write(dir.path().join(file_name(10)), []).unwrap();
         assert!(matches!(
-            FileQueue::load(dir.path(), 100),
+            FileQueue::load(dir.path(), 100, &crate::fs::real()),
             Err(StoreError::FileSizeMismatch { actual: 10, .. })
         ));
         fs::write(dir.path().join(file_name(0)), [0u8; 100]).unwrap();
-        let queue = FileQueue::load(dir.path(), 100).unwrap();
+        let queue = FileQueue::load(dir.path(), 100, &crate::fs::real()).unwrap();
         assert_eq!(queue.snapshot().len(), 1);
         assert!(!dir.path().join(file_name(10)).exists());
     }

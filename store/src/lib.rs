@@ -50,6 +50,7 @@ mod env;
 mod error;
 mod file_queue;
 mod flush;
+pub mod fs;
 mod index;
 mod local_time;
 mod mapped_file;

@@ -26,6 +26,8 @@ use bytes::Bytes;
 use memmap2::{MmapOptions, MmapRaw};
 use parking_lot::Mutex;
 
+use crate::fs::{allocate_path, Fs};
+
 /// Page size used for "least pages" flush decisions, as Java's `OS_PAGE_SIZE`.
 pub(crate) const OS_PAGE_SIZE: usize = 4096;
 
@@ -47,11 +49,27 @@ pub(crate) struct MappedFile {
     flushed: AtomicUsize,
     /// Store timestamp of the last CommitLog record appended, published after `readable`.
     store_timestamp: AtomicI64,
+    /// Bytes from the start whose blocks are known to be allocated on disk: appends never write
+    /// past it, so a full disk is an error at reservation, never a SIGBUS in the memcpy.
+    reserved: AtomicUsize,
+    fs: Fs,
 }
+
+/// How much of a file to allocate ahead of its writer at a time, when not all at once.
+pub(crate) const RESERVE_STEP: usize = 64 * 1024;
 
 impl MappedFile {
     /// Creates (or adopts an empty) file of `size` zero bytes and maps it. Nothing is readable.
-    pub(crate) fn create(path: PathBuf, from: i64, size: usize) -> io::Result<Self> {
+    /// With `reserve_all` every block is allocated now (CommitLog segments, made off the put
+    /// lock); otherwise blocks are allocated in [`RESERVE_STEP`]s ahead of the writer (small
+    /// ConsumeQueue files, of which there are many).
+    pub(crate) fn create(
+        path: PathBuf,
+        from: i64,
+        size: usize,
+        fs: &Fs,
+        reserve_all: bool,
+    ) -> io::Result<Self> {
         let file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -60,7 +78,6 @@ impl MappedFile {
             .open(&path)?;
         let len = file.metadata()?.len();
         if len == 0 {
-            // Sparse: blocks are allocated as pages get written.
             file.set_len(size as u64)?;
         } else if len != size as u64 {
             return Err(io::Error::other(format!(
@@ -68,19 +85,32 @@ impl MappedFile {
                 path.display()
             )));
         }
+        let mut reserved = 0;
+        if reserve_all {
+            if let Err(e) = fs.allocate(&path, &file, 0, size as u64) {
+                drop(file);
+                let _ = std::fs::remove_file(&path);
+                return Err(e);
+            }
+            reserved = size;
+        }
         let map = MmapOptions::new().len(size).map_raw(&file)?;
-        Ok(Self::new(path, from, map, 0))
+        let file = Self::new(path, from, map, 0, fs);
+        file.reserved.store(reserved, Ordering::Release);
+        Ok(file)
     }
 
     /// Maps an existing file, which must be `size` bytes. Everything is readable until recovery
     /// says otherwise (Java's `MappedFileQueue.load`).
-    pub(crate) fn open(path: PathBuf, from: i64, size: usize) -> io::Result<Self> {
+    /// Nothing counts as reserved: the first append past the recovered end allocates again
+    /// (a no-op for blocks a previous run allocated).
+    pub(crate) fn open(path: PathBuf, from: i64, size: usize, fs: &Fs) -> io::Result<Self> {
         let file = OpenOptions::new().read(true).write(true).open(&path)?;
         let map = MmapOptions::new().len(size).map_raw(&file)?;
-        Ok(Self::new(path, from, map, size))
+        Ok(Self::new(path, from, map, size, fs))
     }
 
-    fn new(path: PathBuf, from: i64, map: MmapRaw, position: usize) -> Self {
+    fn new(path: PathBuf, from: i64, map: MmapRaw, position: usize, fs: &Fs) -> Self {
         MappedFile {
             path,
             from,
@@ -89,7 +119,32 @@ impl MappedFile {
             readable: AtomicUsize::new(position),
             flushed: AtomicUsize::new(position),
             store_timestamp: AtomicI64::new(0),
+            reserved: AtomicUsize::new(0),
+            fs: Arc::clone(fs),
         }
+    }
+
+    /// Makes sure the blocks of `[0, end)` are allocated (at least [`RESERVE_STEP`] more at a
+    /// time), so that an append below `end` cannot fault. Fails with ENOSPC on a full disk.
+    pub(crate) fn reserve(&self, end: usize) -> io::Result<()> {
+        let end = end.min(self.size());
+        let reserved = self.reserved.load(Ordering::Acquire);
+        if end <= reserved {
+            return Ok(());
+        }
+        let target = end
+            .max(reserved + RESERVE_STEP)
+            .div_ceil(OS_PAGE_SIZE)
+            .saturating_mul(OS_PAGE_SIZE)
+            .min(self.size());
+        allocate_path(
+            &*self.fs,
+            &self.path,
+            reserved as u64,
+            (target - reserved) as u64,
+        )?;
+        self.reserved.fetch_max(target, Ordering::AcqRel);
+        Ok(())
     }
 
     pub(crate) fn path(&self) -> &Path {
@@ -152,14 +207,15 @@ impl MappedFile {
         }))
     }
 
-    /// Appends `data` and publishes it. Returns the position it was written at, or `None` if it
-    /// does not fit.
-    pub(crate) fn append(&self, data: &[u8]) -> Option<usize> {
+    /// Appends `data` and publishes it. Returns the position it was written at, `Ok(None)` if it
+    /// does not fit, or the error of allocating its blocks (nothing written).
+    pub(crate) fn append(&self, data: &[u8]) -> io::Result<Option<usize>> {
         let mut write_pos = self.write_pos.lock();
         let pos = *write_pos;
         if data.len() > self.size() - pos {
-            return None;
+            return Ok(None);
         }
+        self.reserve(pos + data.len())?;
         // SAFETY: `pos..pos + len` is inside the mapping and at or above `readable`, so no reader
         // can see it yet; the mutex excludes other appenders.
         unsafe {
@@ -171,7 +227,7 @@ impl MappedFile {
         }
         *write_pos = pos + data.len();
         self.readable.store(*write_pos, Ordering::Release);
-        Some(pos)
+        Ok(Some(pos))
     }
 
     /// Appends `data` (a CommitLog end-of-file blank) and declares the whole file written, as
@@ -179,7 +235,7 @@ impl MappedFile {
     pub(crate) fn append_and_seal(&self, data: &[u8]) -> bool {
         let mut write_pos = self.write_pos.lock();
         let pos = *write_pos;
-        if data.len() > self.size() - pos {
+        if data.len() > self.size() - pos || self.reserve(pos + data.len()).is_err() {
             return false;
         }
         // SAFETY: as in `append`.
@@ -237,13 +293,9 @@ impl MappedFile {
         Ok(())
     }
 
-    /// Prepares a fresh, unshared file for fast appends: its blocks are allocated on disk and
-    /// every page is faulted in (Java's `warmMappedFile`).
+    /// Prepares a fresh, unshared, fully reserved file for fast appends: every page is faulted
+    /// in (Java's `warmMappedFile`).
     pub(crate) fn warm(&mut self) {
-        use rustix::fs::{fallocate, FallocateFlags};
-        if let Ok(file) = OpenOptions::new().write(true).open(&self.path) {
-            let _ = fallocate(&file, FallocateFlags::empty(), 0, self.size() as u64);
-        }
         for page in (0..self.size()).step_by(OS_PAGE_SIZE) {
             // SAFETY: `&mut self` on a file nobody reads yet; the byte is zero already.
             unsafe { std::ptr::write_volatile(self.map.as_mut_ptr().add(page), 0) };
@@ -321,7 +373,8 @@ impl MappedFile {
             readable > flushed
         };
         if able {
-            self.map.flush_range(flushed, readable - flushed)?;
+            self.fs
+                .sync_map(&self.path, &self.map, flushed, readable - flushed)?;
             self.flushed.store(readable, Ordering::Release);
         }
         Ok(self.flushed())
@@ -362,16 +415,23 @@ mod tests {
     fn releasing_pages_keeps_their_bytes() {
         let dir = tempfile::tempdir().unwrap();
         let file = Arc::new(
-            MappedFile::create(dir.path().join(file_name(0)), 0, 4 * OS_PAGE_SIZE).unwrap(),
+            MappedFile::create(
+                dir.path().join(file_name(0)),
+                0,
+                4 * OS_PAGE_SIZE,
+                &crate::fs::real(),
+                false,
+            )
+            .unwrap(),
         );
         let record = vec![7u8; OS_PAGE_SIZE + 10];
-        assert_eq!(file.append(&record), Some(0));
+        assert_eq!(file.append(&record).unwrap(), Some(0));
         let slice = file.slice(0, record.len()).unwrap();
         // Not flushed yet: the dirty pages must survive being unmapped.
         file.release_pages(2 * OS_PAGE_SIZE + 1).unwrap();
         assert_eq!(&slice[..], &record[..]);
         assert_eq!(file.read(0, record.len()), Some(&record[..]));
-        assert_eq!(file.append(b"next"), Some(record.len()));
+        assert_eq!(file.append(b"next").unwrap(), Some(record.len()));
         file.flush(0).unwrap();
         let on_disk = std::fs::read(file.path()).unwrap();
         assert_eq!(&on_disk[..record.len()], &record[..]);
@@ -382,14 +442,15 @@ mod tests {
     fn populating_ahead_changes_no_byte() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(file_name(0));
-        let file = MappedFile::create(path.clone(), 0, 4 * OS_PAGE_SIZE).unwrap();
-        assert_eq!(file.append(b"hello"), Some(0));
+        let file = MappedFile::create(path.clone(), 0, 4 * OS_PAGE_SIZE, &crate::fs::real(), false)
+            .unwrap();
+        assert_eq!(file.append(b"hello").unwrap(), Some(0));
         // From mid-page to past the end: rounded down to the page, clipped to the file.
         if file.populate_for_write(3, 10 * OS_PAGE_SIZE).is_err() {
             return; // a kernel before 5.14; the flush threads then skip it
         }
         assert_eq!(file.readable(), 5);
-        assert_eq!(file.append(b" world"), Some(5));
+        assert_eq!(file.append(b" world").unwrap(), Some(5));
         file.flush(0).unwrap();
         drop(file);
         let mut expected = b"hello world".to_vec();
@@ -401,21 +462,23 @@ mod tests {
     fn append_publish_read_and_reopen() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(file_name(8192));
-        let file = Arc::new(MappedFile::create(path.clone(), 8192, 8192).unwrap());
+        let file = Arc::new(
+            MappedFile::create(path.clone(), 8192, 8192, &crate::fs::real(), false).unwrap(),
+        );
         assert_eq!(file.read(0, 1), None);
-        assert_eq!(file.append(b"hello"), Some(0));
-        assert_eq!(file.append(b" world"), Some(5));
+        assert_eq!(file.append(b"hello").unwrap(), Some(0));
+        assert_eq!(file.append(b" world").unwrap(), Some(5));
         assert_eq!(file.read(0, 11), Some(&b"hello world"[..]));
         assert_eq!(file.read(0, 12), None);
         let bytes = file.slice(6, 5).unwrap();
         assert_eq!(&bytes[..], b"world");
-        assert_eq!(file.append(&vec![1u8; 9000]), None);
+        assert_eq!(file.append(&vec![1u8; 9000]).unwrap(), None);
         assert_eq!(file.flush(0).unwrap(), 11);
         drop(file);
         // The Bytes keeps the mapping alive after the file handle is gone.
         assert_eq!(&bytes[..], b"world");
 
-        let reopened = MappedFile::open(path, 8192, 8192).unwrap();
+        let reopened = MappedFile::open(path, 8192, 8192, &crate::fs::real()).unwrap();
         assert_eq!(reopened.readable(), 8192);
         assert_eq!(reopened.read(0, 11), Some(&b"hello world"[..]));
         assert_eq!(std::fs::metadata(reopened.path()).unwrap().len(), 8192);
@@ -426,8 +489,12 @@ mod tests {
     fn truncate_zeroes_the_tail() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(file_name(0));
-        let mut file = MappedFile::create(path.clone(), 0, 3 * OS_PAGE_SIZE).unwrap();
-        file.append(&vec![7u8; 3 * OS_PAGE_SIZE - 10]).unwrap();
+        let mut file =
+            MappedFile::create(path.clone(), 0, 3 * OS_PAGE_SIZE, &crate::fs::real(), false)
+                .unwrap();
+        file.append(&vec![7u8; 3 * OS_PAGE_SIZE - 10])
+            .unwrap()
+            .unwrap();
         file.truncate(100).unwrap();
         assert_eq!(file.readable(), 100);
         assert_eq!(file.free(), 3 * OS_PAGE_SIZE - 100);
@@ -440,10 +507,65 @@ mod tests {
     #[test]
     fn seal_publishes_the_whole_file() {
         let dir = tempfile::tempdir().unwrap();
-        let file = MappedFile::create(dir.path().join(file_name(0)), 0, 64).unwrap();
-        file.append(&[1; 50]).unwrap();
+        let file = MappedFile::create(
+            dir.path().join(file_name(0)),
+            0,
+            64,
+            &crate::fs::real(),
+            false,
+        )
+        .unwrap();
+        file.append(&[1; 50]).unwrap().unwrap();
         assert!(file.append_and_seal(&[2; 8]));
         assert_eq!(file.readable(), 64);
-        assert_eq!(file.append(&[3]), None);
+        assert_eq!(file.append(&[3]).unwrap(), None);
+    }
+}
+
+#[cfg(test)]
+mod fault_tests {
+    use super::*;
+    use crate::fs::{Fault, FaultyFs, FileOp};
+
+    #[test]
+    fn a_full_disk_refuses_the_append_and_writes_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let faulty = FaultyFs::new();
+        let fs: Fs = faulty.clone();
+        let file = MappedFile::create(
+            dir.path().join(file_name(0)),
+            0,
+            4 * RESERVE_STEP,
+            &fs,
+            false,
+        )
+        .unwrap();
+        file.append(&[1; 10]).unwrap().unwrap();
+        faulty.inject(FileOp::Allocate, "", Fault::Errno(libc::ENOSPC), None);
+        // Inside the first reserved step: no allocation needed.
+        assert_eq!(file.append(&[2; 10]).unwrap(), Some(10));
+        let err = file.append(&vec![3; RESERVE_STEP]).unwrap_err();
+        assert!(crate::fs::is_disk_full(&err));
+        assert_eq!(file.readable(), 20);
+        faulty.clear();
+        assert_eq!(file.append(&vec![3; RESERVE_STEP]).unwrap(), Some(20));
+        // A segment reserved whole is refused at creation, and leaves no file behind.
+        faulty.inject(FileOp::Allocate, "", Fault::Errno(libc::ENOSPC), None);
+        let path = dir.path().join(file_name(1 << 20));
+        assert!(MappedFile::create(path.clone(), 1 << 20, 1 << 20, &fs, true).is_err());
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn an_msync_error_reaches_the_flusher_and_keeps_the_flushed_mark() {
+        let dir = tempfile::tempdir().unwrap();
+        let faulty = FaultyFs::new();
+        let fs: Fs = faulty.clone();
+        let file = MappedFile::create(dir.path().join(file_name(0)), 0, 8192, &fs, true).unwrap();
+        file.append(b"abc").unwrap().unwrap();
+        faulty.inject(FileOp::SyncMap, "", Fault::Errno(libc::EIO), Some(1));
+        assert_eq!(file.flush(0).unwrap_err().raw_os_error(), Some(libc::EIO));
+        assert_eq!(file.flushed(), 0);
+        assert_eq!(file.flush(0).unwrap(), 3);
     }
 }

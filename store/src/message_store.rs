@@ -85,6 +85,22 @@ impl Shared {
         Ok(())
     }
 
+    /// The refusal for an I/O error of a put that wrote nothing: a full disk turns the store
+    /// read-only (until retention or the disk check sees space again) with Java's disk-full
+    /// remark; anything else is a plain I/O error.
+    pub(crate) fn write_error(&self, e: std::io::Error) -> PutError {
+        if crate::fs::is_disk_full(&e) {
+            if !self.set_disk_full(true) {
+                tracing::error!(error = %e, "the disk is full: refusing messages until space is freed (delete old CommitLog files or grow the volume)");
+            }
+            return self
+                .check_writable()
+                .err()
+                .unwrap_or(PutError::ServiceNotAvailable(NOT_AVAILABLE.to_string()));
+        }
+        PutError::Io(e)
+    }
+
     /// Sets whether the disk is too full for puts; returns the previous state.
     pub(crate) fn set_disk_full(&self, full: bool) -> bool {
         self.disk_full.swap(full, Ordering::AcqRel)
@@ -169,14 +185,18 @@ impl MessageStore {
         tracing::info!(root = %config.root_dir.display(), clean, "opening message store");
 
         let checkpoint = Checkpoint::open(&config.checkpoint_path())?;
-        let mut commit_log_files =
-            CommitLog::load(&config.commit_log_dir(), config.commit_log_file_size)?;
+        let mut commit_log_files = CommitLog::load(
+            &config.commit_log_dir(),
+            config.commit_log_file_size,
+            &env.fs,
+        )?;
         let cq_root = config.consume_queue_dir();
         let cq_file_size = config.consume_queue_file_size();
-        let loaded = queues::load_all(&cq_root, cq_file_size)?;
+        let loaded = queues::load_all(&cq_root, cq_file_size, &env.fs)?;
         let recovered = Recovery {
             queue_root: &cq_root,
             queue_file_size: cq_file_size,
+            fs: &env.fs,
             check_crc: config.check_crc_on_recover,
             delays: &delays,
             checkpoint: &checkpoint,
@@ -208,11 +228,12 @@ impl MessageStore {
             config.commit_log_dir(),
             config.commit_log_file_size as usize,
             config.warm_mapped_file_enable,
+            Arc::clone(&env.fs),
         ));
         let shared = Arc::new(Shared {
             commit_log: CommitLog::new(commit_log_files, Arc::clone(&allocator)),
             allocator,
-            queues: QueueTable::new(cq_root, cq_file_size, recovered),
+            queues: QueueTable::new(cq_root, cq_file_size, recovered, Arc::clone(&env.fs)),
             checkpoint,
             delays,
             stats: Stats::default(),
@@ -231,6 +252,18 @@ impl MessageStore {
             config,
             env,
         });
+        // Reserve the segment the writer continues in now, not under the first put's lock; on a
+        // full disk the store opens read-only (reads work, puts are refused) instead of failing.
+        if let Some(current) = shared.commit_log.files.current() {
+            if let Err(e) = current.reserve(current.size()) {
+                if crate::fs::is_disk_full(&e) {
+                    shared.set_disk_full(true);
+                    tracing::error!(error = %e, "the disk is full: the store opened read-only and refuses messages until space is freed");
+                } else {
+                    return Err(StoreError::io(current.path(), e));
+                }
+            }
+        }
         let store = MessageStore {
             threads: Mutex::new(Vec::new()),
             shared,
@@ -443,16 +476,32 @@ impl MessageStore {
     /// Drops the topics' ConsumeQueues, files included; their queue offsets restart at 0. The
     /// records stay in the CommitLog until retention removes them, so a later recovery that
     /// rebuilds missing queues from the CommitLog can bring such a queue back.
+    /// The queues leave the table under the put lock (a moment); their files are unlinked
+    /// after it is released, so sends elsewhere do not wait for the file system. This blocks:
+    /// call it from a blocking thread. A name that could leave the store directory is ignored.
     pub fn delete_topics(&self, topics: &[&str]) {
         let shared = &self.shared;
-        let guard = shared.commit_log.lock();
-        for topic in topics {
-            for queue in shared.queues.remove_topic(&guard, topic) {
+        let topics: Vec<&str> = topics
+            .iter()
+            .copied()
+            .filter(|t| crate::consume_queue::is_storable_topic(t))
+            .collect();
+        let removed: Vec<_> = {
+            let guard = shared.commit_log.lock();
+            topics
+                .iter()
+                .map(|topic| (*topic, shared.queues.remove_topic(&guard, topic)))
+                .collect()
+        };
+        for (topic, queues) in removed {
+            for queue in queues {
                 if let Err(e) = queue.destroy() {
                     tracing::warn!(topic, queue_id = queue.queue_id(), error = %e, "could not delete consume queue files");
                 }
             }
-            let _ = std::fs::remove_dir(shared.queues.root().join(topic));
+            if let Ok(dir) = crate::consume_queue::topic_dir(shared.queues.root(), topic) {
+                let _ = std::fs::remove_dir(dir);
+            }
         }
     }
 

@@ -142,7 +142,8 @@ fn append_with(
             None => {
                 let queue = shared
                     .queues
-                    .get_or_create(&guard, &message.topic, message.queue_id);
+                    .get_or_create(&guard, &message.topic, message.queue_id)
+                    .map_err(|e| PutError::InvalidTopic(e.to_string()))?;
                 let first_offset = queue.max_offset();
                 groups.push(Group {
                     queue,
@@ -159,11 +160,15 @@ fn append_with(
         buf[at..at + 8].copy_from_slice(&queue_offset.to_be_bytes());
     }
     for group in groups.iter() {
-        group.queue.prepare(group.first_offset, group.count)?;
+        group
+            .queue
+            .prepare(group.first_offset, group.count)
+            .map_err(|e| shared.write_error(e))?;
     }
     shared
         .commit_log
-        .append(&guard, buf, records, store_timestamp, physical_offsets)?;
+        .append(&guard, buf, records, store_timestamp, physical_offsets)
+        .map_err(|e| shared.write_error(e))?;
 
     // ConsumeQueue entries: one append per queue.
     for group in groups.iter() {
@@ -283,17 +288,12 @@ fn encode(
     Ok(())
 }
 
-/// Topics become directory names: refuse what could escape `consumequeue/`.
+/// Topics become directory names: refuse what could escape `consumequeue/` (or is longer than
+/// a file name may be).
 fn check_topic(topic: &str) -> Result<(), PutError> {
-    if topic.is_empty() || topic == "." || topic == ".." || topic.contains(['/', '\\', '\0']) {
+    if !crate::consume_queue::is_storable_topic(topic) {
         return Err(PutError::InvalidTopic(format!(
             "the topic {topic:?} cannot be stored"
-        )));
-    }
-    if topic.len() > i16::MAX as usize {
-        return Err(PutError::InvalidTopic(format!(
-            "the topic is {} bytes, the limit is 32767",
-            topic.len()
         )));
     }
     Ok(())

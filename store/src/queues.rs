@@ -5,14 +5,16 @@
 
 use std::collections::HashMap;
 use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
 use crate::commit_log::PutGuard;
-use crate::consume_queue::ConsumeQueue;
+use crate::consume_queue::{is_storable_topic, ConsumeQueue};
 use crate::error::StoreError;
+use crate::fs::Fs;
 
 type TopicQueues = HashMap<i32, Arc<ConsumeQueue>>;
 type Table = HashMap<String, Arc<TopicQueues>>;
@@ -21,10 +23,15 @@ pub(crate) struct QueueTable {
     root: PathBuf,
     file_size: u64,
     table: ArcSwap<Table>,
+    fs: Fs,
 }
 
 /// Loads every `consumequeue/<topic>/<queueId>` directory.
-pub(crate) fn load_all(root: &Path, file_size: u64) -> Result<Vec<ConsumeQueue>, StoreError> {
+pub(crate) fn load_all(
+    root: &Path,
+    file_size: u64,
+    fs: &Fs,
+) -> Result<Vec<ConsumeQueue>, StoreError> {
     fs::create_dir_all(root).map_err(|e| StoreError::io(root, e))?;
     let mut queues = Vec::new();
     for topic_dir in fs::read_dir(root).map_err(|e| StoreError::io(root, e))? {
@@ -35,6 +42,9 @@ pub(crate) fn load_all(root: &Path, file_size: u64) -> Result<Vec<ConsumeQueue>,
         let Ok(topic) = topic_dir.file_name().into_string() else {
             continue;
         };
+        if !is_storable_topic(&topic) {
+            continue;
+        }
         let path = topic_dir.path();
         for queue_dir in fs::read_dir(&path).map_err(|e| StoreError::io(&path, e))? {
             let queue_dir = queue_dir.map_err(|e| StoreError::io(&path, e))?;
@@ -45,7 +55,7 @@ pub(crate) fn load_all(root: &Path, file_size: u64) -> Result<Vec<ConsumeQueue>,
             if let (Some(queue_id), true) =
                 (queue_id, queue_dir.file_type().is_ok_and(|t| t.is_dir()))
             {
-                queues.push(ConsumeQueue::load(root, &topic, queue_id, file_size)?);
+                queues.push(ConsumeQueue::load(root, &topic, queue_id, file_size, fs)?);
             }
         }
     }
@@ -53,7 +63,7 @@ pub(crate) fn load_all(root: &Path, file_size: u64) -> Result<Vec<ConsumeQueue>,
 }
 
 impl QueueTable {
-    pub(crate) fn new(root: PathBuf, file_size: u64, queues: Vec<ConsumeQueue>) -> Self {
+    pub(crate) fn new(root: PathBuf, file_size: u64, queues: Vec<ConsumeQueue>, fs: Fs) -> Self {
         let mut table: HashMap<String, TopicQueues> = HashMap::new();
         for queue in queues {
             table
@@ -66,6 +76,7 @@ impl QueueTable {
             root,
             file_size,
             table: ArcSwap::from_pointee(table),
+            fs,
         }
     }
 
@@ -79,16 +90,17 @@ impl QueueTable {
         _guard: &PutGuard<'_>,
         topic: &str,
         queue_id: i32,
-    ) -> Arc<ConsumeQueue> {
+    ) -> io::Result<Arc<ConsumeQueue>> {
         if let Some(queue) = self.get(topic, queue_id) {
-            return queue;
+            return Ok(queue);
         }
         let queue = Arc::new(ConsumeQueue::new_empty(
             &self.root,
             topic,
             queue_id,
             self.file_size,
-        ));
+            &self.fs,
+        )?);
         let mut table = Table::clone(&self.table.load());
         let mut queues = table
             .get(topic)
@@ -97,7 +109,7 @@ impl QueueTable {
         queues.insert(queue_id, Arc::clone(&queue));
         table.insert(topic.to_string(), Arc::new(queues));
         self.table.store(Arc::new(table));
-        queue
+        Ok(queue)
     }
 
     /// Queue ids of `topic`, ascending.

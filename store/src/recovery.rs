@@ -28,6 +28,7 @@ use crate::file_queue::{FileQueue, Files};
 pub(crate) struct Recovery<'a> {
     pub queue_root: &'a Path,
     pub queue_file_size: u64,
+    pub fs: &'a crate::fs::Fs,
     pub check_crc: bool,
     pub delays: &'a DelayLevels,
     pub checkpoint: &'a Checkpoint,
@@ -129,14 +130,16 @@ impl Recovery<'_> {
             return Ok(Put::Duplicate);
         }
         let key = (dispatch.topic.to_string(), dispatch.queue_id);
-        let queue = queues.entry(key).or_insert_with(|| {
-            ConsumeQueue::new_empty(
+        let queue = match queues.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+            std::collections::hash_map::Entry::Vacant(e) => e.insert(ConsumeQueue::new_empty(
                 self.queue_root,
                 dispatch.topic,
                 dispatch.queue_id,
                 self.queue_file_size,
-            )
-        });
+                self.fs,
+            )?),
+        };
         queue.put(dispatch.queue_offset, dispatch.entry(self.delays), gaps)
     }
 

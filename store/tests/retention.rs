@@ -53,6 +53,7 @@ fn setup(delete_now: bool) -> Setup {
     let env = StoreEnv {
         clock: clock.clone(),
         disk: disk.clone(),
+        fs: skiff_store::fs::real(),
     };
     let store = MessageStore::open_with_env(config, env).unwrap();
     for i in 0..40 {

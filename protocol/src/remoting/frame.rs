@@ -85,7 +85,8 @@ impl Decoder for RemotingCodec {
             return Err(CodecError::FrameTooLarge(frame_len, self.max_frame_len));
         }
         if src.len() < frame_len {
-            src.reserve(frame_len - src.len());
+            // No reserve of the declared length: a peer that declares 16 MiB and sends a few
+            // bytes must not pin 16 MiB. The buffer grows (amortized) with what arrives.
             return Ok(None);
         }
         let mut frame = src.split_to(frame_len).freeze();
@@ -164,6 +165,15 @@ pub fn encode_frame(cmd: &RemotingCommand, dst: &mut BytesMut) -> Result<(), Cod
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_declared_length_is_not_preallocated() {
+        let mut codec = RemotingCodec::new(16 * 1024 * 1024);
+        let mut src = BytesMut::from(&(15u32 << 20).to_be_bytes()[..]);
+        src.extend_from_slice(&[0u8; 100]);
+        assert!(codec.decode(&mut src).unwrap().is_none());
+        assert!(src.capacity() < 64 * 1024, "{}", src.capacity());
+    }
 
     #[test]
     fn waits_for_the_whole_frame() {

@@ -26,7 +26,10 @@ pub(super) fn create_topic(state: &Arc<BrokerState>, mut config: TopicConfig) ->
     if let Err(remark) = topic::validate_topic(&config.topic_name) {
         return Handled::Now(Reply::error(ErrorKind::InvalidParameter, remark));
     }
-    if topic::is_system_topic(&config.topic_name) {
+    if let Err(remark) = check_queue_nums(state, &config) {
+        return Handled::Now(Reply::error(ErrorKind::InvalidParameter, remark));
+    }
+    if state.topics.is_system_topic(&config.topic_name) {
         return Handled::Now(Reply::error(
             ErrorKind::InvalidParameter,
             format!(
@@ -50,6 +53,25 @@ pub(super) fn create_topic(state: &Arc<BrokerState>, mut config: TopicConfig) ->
     }))
 }
 
+/// Queue counts must lie in `1..=maxTopicQueueNums`: every queue costs files, memory and a
+/// loop iteration in each stats call (Java 5.3.3 takes any number; 2^31-1 then kills a broker
+/// on the next GET_TOPIC_STATS_INFO).
+fn check_queue_nums(state: &BrokerState, config: &TopicConfig) -> Result<(), String> {
+    let max = state.config.max_topic_queue_nums;
+    for (key, value) in [
+        ("readQueueNums", config.read_queue_nums),
+        ("writeQueueNums", config.write_queue_nums),
+    ] {
+        if value < 1 || value > max {
+            return Err(format!(
+                "{key} {value} of topic {} is out of range [1, {max}] (maxTopicQueueNums)",
+                config.topic_name
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Topic attributes arrive as changes (`AttributeParser`): `+key` sets a value, `-key` removes
 /// one; a bare key (from a config file) sets it too.
 fn apply_attribute_changes(
@@ -68,21 +90,40 @@ fn apply_attribute_changes(
     attributes
 }
 
-pub(super) fn delete_topic(state: &BrokerState, name: &str) -> Reply {
+/// DELETE_TOPIC_IN_BROKER. Java checks only for a blank name; Skiff also refuses names
+/// `TopicValidator` would refuse at creation (`../../x`, absolute paths), so that nothing
+/// outside the store directory is ever touched. The files go on a blocking thread.
+pub(super) fn delete_topic(state: &Arc<BrokerState>, name: &str) -> Handled {
     if name.trim().is_empty() {
-        return Reply::error(ErrorKind::InvalidParameter, "The specified topic is blank.");
+        return Handled::Now(Reply::error(
+            ErrorKind::InvalidParameter,
+            "The specified topic is blank.",
+        ));
     }
-    if topic::is_system_topic(name) {
-        return Reply::error(
+    if let Err(remark) = topic::validate_topic(name) {
+        return Handled::Now(Reply::error(ErrorKind::InvalidParameter, remark));
+    }
+    if state.topics.is_system_topic(name) {
+        return Handled::Now(Reply::error(
             ErrorKind::InvalidParameter,
             format!("The topic[{name}] is conflict with system topic."),
-        );
+        ));
     }
     state.topics.remove(name);
     state.offsets.remove_topic(name);
-    state.store.delete_topics(&[name]);
-    info!(topic = name, "topic deleted");
-    Reply::Success
+    let state = state.clone();
+    let name = name.to_string();
+    Handled::Later(Box::pin(async move {
+        let store = state.store.clone();
+        let topic = name.clone();
+        match tokio::task::spawn_blocking(move || store.delete_topics(&[&topic])).await {
+            Ok(()) => {
+                info!(topic = %name, "topic deleted");
+                Reply::Success
+            }
+            Err(e) => Reply::error(ErrorKind::SystemError, format!("deleting {name}: {e}")),
+        }
+    }))
 }
 
 pub(super) fn create_subscription_group(
@@ -105,12 +146,18 @@ fn queue(state: &BrokerState, topic: &str, queue_id: i32) -> MessageQueue {
     }
 }
 
+/// How many queues a stats answer lists: a topic persisted with an absurd count (by an older
+/// Skiff or a hand-edited `topics.json`) must not make one call allocate gigabytes.
+fn stats_queue_count(state: &BrokerState, queues: i32) -> i32 {
+    queues.clamp(0, state.config.max_topic_queue_nums)
+}
+
 /// GET_TOPIC_STATS_INFO: min/max offset and last store time of every queue of the topic.
 pub(super) fn topic_stats(state: &BrokerState, name: &str) -> Reply {
     let Some(config) = state.topics.get(name) else {
         return Reply::error(ErrorKind::TopicNotExist, format!("topic[{name}] not exist"));
     };
-    let queues = config.write_queue_nums.max(config.read_queue_nums);
+    let queues = stats_queue_count(state, config.write_queue_nums.max(config.read_queue_nums));
     let offset_table = (0..queues)
         .map(|queue_id| {
             let min = state.store.min_offset_in_queue(name, queue_id).max(0);
@@ -152,7 +199,7 @@ pub(super) fn consume_stats(state: &BrokerState, group: &str, topic: Option<&str
         if !subscribes && state.consumers.subscription_count(group).unwrap_or(0) > 0 {
             continue;
         }
-        for queue_id in 0..config.read_queue_nums {
+        for queue_id in 0..stats_queue_count(state, config.read_queue_nums) {
             let broker_offset = state.store.max_offset_in_queue(&name, queue_id).max(0);
             let consumer_offset = state
                 .offsets

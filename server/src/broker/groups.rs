@@ -3,7 +3,8 @@
 //! created the first time a consumer of it shows up.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
@@ -11,10 +12,11 @@ use skiff_model::consumer::SubscriptionGroupConfig;
 use skiff_model::route::DataVersion;
 use tracing::{info, warn};
 
+use super::config_file::ConfigFile;
 use super::persist;
 use crate::config::BrokerConfig;
 
-#[derive(Serialize, Deserialize, Default)]
+#[derive(Serialize, Deserialize, Default, Clone)]
 #[serde(rename_all = "camelCase", default)]
 struct GroupsFile {
     data_version: DataVersion,
@@ -22,19 +24,39 @@ struct GroupsFile {
     forbidden_table: BTreeMap<String, BTreeMap<String, i32>>,
 }
 
+/// `Validators.CHARACTER_MAX_LENGTH`, the limit Java auto-creates groups up to.
+const AUTO_CREATE_MAX_LENGTH: usize = 255;
+
+fn has_illegal_char(name: &str) -> bool {
+    name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-'))
+}
+
 pub struct SubscriptionGroupManager {
-    state: RwLock<GroupsFile>,
-    path: PathBuf,
+    state: Arc<RwLock<GroupsFile>>,
+    /// The one writer of `subscriptionGroup.json`.
+    file: ConfigFile,
     auto_create: bool,
 }
 
 impl SubscriptionGroupManager {
     pub fn load(config: &BrokerConfig) -> Self {
         let path = persist::config_dir(&config.store_path_root_dir).join("subscriptionGroup.json");
-        let file = persist::load(&path).unwrap_or_default();
+        let state: Arc<RwLock<GroupsFile>> =
+            Arc::new(RwLock::new(persist::load(&path).unwrap_or_default()));
+        let file = ConfigFile::spawn(path, skiff_store::fs::real(), {
+            let state = state.clone();
+            move || {
+                let snapshot = state.read().clone();
+                skiff_protocol::fastjson::to_string_pretty(&snapshot)
+                    .expect("subscription groups serialize")
+            }
+        });
         SubscriptionGroupManager {
-            state: RwLock::new(file),
-            path,
+            state,
+            file,
             auto_create: config.auto_create_subscription_group,
         }
     }
@@ -45,7 +67,9 @@ impl SubscriptionGroupManager {
         if let Some(found) = self.state.read().subscription_group_table.get(group) {
             return Some(found.clone());
         }
-        if !self.auto_create {
+        // Java's `findSubscriptionGroupConfig` never auto-creates an illegal name (the name ends
+        // up in retry topic names and file contents).
+        if !self.auto_create || group.len() > AUTO_CREATE_MAX_LENGTH || has_illegal_char(group) {
             return None;
         }
         let created = {
@@ -59,7 +83,7 @@ impl SubscriptionGroupManager {
             created
         };
         info!(group, "auto-created subscription group");
-        self.persist();
+        self.file.request();
         Some(created)
     }
 
@@ -72,14 +96,13 @@ impl SubscriptionGroupManager {
                 .insert(config.group_name.clone(), config);
             state.data_version.counter += 1;
         }
-        self.persist();
+        self.file.request();
     }
 
+    /// Writes `subscriptionGroup.json` now and waits for it. Blocks: not for async workers.
     pub fn persist(&self) {
-        let content = skiff_protocol::fastjson::to_string_pretty(&*self.state.read())
-            .expect("subscription groups serialize");
-        if let Err(err) = persist::store(&self.path, &content) {
-            warn!(file = %self.path.display(), %err, "cannot write subscriptionGroup.json");
+        if !self.file.flush(Duration::from_secs(10)) {
+            warn!(file = %self.file.path().display(), "subscriptionGroup.json not written yet");
         }
     }
 }
@@ -98,6 +121,7 @@ mod tests {
         let groups = SubscriptionGroupManager::load(&config);
         let group = groups.find_or_create("g1").unwrap();
         assert_eq!(group.retry_max_times, 16);
+        groups.persist();
         let reloaded = SubscriptionGroupManager::load(&config);
         assert_eq!(reloaded.find_or_create("g1"), Some(group));
 
@@ -107,5 +131,7 @@ mod tests {
         });
         assert!(strict.find_or_create("other").is_none());
         assert!(strict.find_or_create("g1").is_some());
+        assert!(groups.find_or_create("../x").is_none());
+        assert!(groups.find_or_create(&"g".repeat(256)).is_none());
     }
 }

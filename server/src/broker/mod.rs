@@ -8,6 +8,7 @@
 
 mod admin;
 mod client;
+mod config_file;
 mod consumers;
 mod groups;
 mod long_polling;
@@ -134,9 +135,7 @@ impl Service for BrokerState {
                 Handled::Now(queries::view_message(&self, commit_log_offset))
             }
             Request::CreateTopic(topic) => admin::create_topic(&self, topic),
-            Request::DeleteTopicInBroker { topic } => {
-                Handled::Now(admin::delete_topic(&self, &topic))
-            }
+            Request::DeleteTopicInBroker { topic } => admin::delete_topic(&self, &topic),
             Request::GetAllTopicConfig => {
                 let (topics, data_version) = self.topics.snapshot();
                 Handled::Now(Reply::TopicConfigs {
@@ -313,7 +312,7 @@ impl Broker {
             schedule,
             config,
         });
-        state.topics.persist();
+        state.topics.request_persist();
         let weak = Arc::downgrade(&state);
         store.set_message_arrival_listener(Arc::new(move |topic: &str, queue_id, max_offset| {
             if let Some(state) = weak.upgrade() {
@@ -329,10 +328,16 @@ impl Broker {
         };
 
         let shutdown = CancellationToken::new();
-        let server = tokio::spawn(net::serve(
+        let limits = net::Limits {
+            max_frame_len: state.config.frame_max_length,
+            idle_timeout: Duration::from_secs(state.config.server_channel_max_idle_time_seconds),
+            max_connections: state.config.server_max_connections,
+            max_in_flight: state.config.server_max_in_flight_requests,
+        };
+        let server = tokio::spawn(net::serve_with(
             listener,
             state.clone(),
-            state.config.frame_max_length,
+            limits,
             shutdown.clone(),
         ));
         let background = vec![
@@ -388,17 +393,21 @@ impl Broker {
         for task in self.background {
             let _ = task.await;
         }
-        self.state.offsets.persist_if_dirty();
-        self.state.topics.persist();
-        self.state.groups.persist();
-        // Stop re-putting delayed messages and write their progress before the store closes.
+        // Stop re-putting delayed and timer messages (each writes its progress), then the final
+        // config writes and the store, all off the runtime.
         let state = self.state.clone();
-        let _ = tokio::task::spawn_blocking(move || state.schedule.shutdown()).await;
-        if let Some(timer) = self.timer {
-            let _ = tokio::task::spawn_blocking(move || timer.stop()).await;
-        }
-        let store = self.state.store.clone();
-        let _ = tokio::task::spawn_blocking(move || store.shutdown()).await;
+        let timer = self.timer;
+        let _ = tokio::task::spawn_blocking(move || {
+            state.schedule.shutdown();
+            if let Some(timer) = timer {
+                timer.stop();
+            }
+            state.offsets.persist_if_dirty();
+            state.topics.persist();
+            state.groups.persist();
+            state.store.shutdown();
+        })
+        .await;
         info!(broker = %self.state.config.broker_name, "broker stopped");
     }
 }
@@ -419,7 +428,7 @@ async fn persist_offsets_periodically(state: Arc<BrokerState>, shutdown: Cancell
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
-            _ = ticker.tick() => state.offsets.persist_if_dirty(),
+            _ = ticker.tick() => state.offsets.request_persist_if_dirty(),
         }
     }
 }

@@ -3,12 +3,14 @@
 //! far a group has fetched, committed or not) are kept in memory for consume statistics only.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::RwLock;
 use tracing::warn;
 
+use super::config_file::ConfigFile;
 use super::persist;
 use crate::config::BrokerConfig;
 
@@ -18,10 +20,11 @@ const TOPIC_GROUP_SEPARATOR: char = '@';
 type OffsetTable = HashMap<String, BTreeMap<i32, i64>>;
 
 pub struct ConsumerOffsetManager {
-    committed: RwLock<OffsetTable>,
+    committed: Arc<RwLock<OffsetTable>>,
     pulled: RwLock<OffsetTable>,
     dirty: AtomicBool,
-    path: PathBuf,
+    /// The one writer of `consumerOffset.json`.
+    file: ConfigFile,
 }
 
 fn key(topic: &str, group: &str) -> String {
@@ -39,11 +42,23 @@ impl ConsumerOffsetManager {
         let committed = persist::load::<OffsetsFile>(&path)
             .unwrap_or_default()
             .offset_table;
+        let committed = Arc::new(RwLock::new(committed));
+        let file = ConfigFile::spawn(path, skiff_store::fs::real(), {
+            let committed = committed.clone();
+            move || {
+                let table: BTreeMap<String, BTreeMap<i32, i64>> = committed
+                    .read()
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
+                skiff_protocol::fastjson::consumer_offset_file(&table)
+            }
+        });
         ConsumerOffsetManager {
-            committed: RwLock::new(committed),
+            committed,
             pulled: RwLock::new(OffsetTable::new()),
             dirty: AtomicBool::new(false),
-            path,
+            file,
         }
     }
 
@@ -106,23 +121,19 @@ impl ConsumerOffsetManager {
     }
 
     /// Writes `consumerOffset.json` if anything changed since the last write.
+    /// Writes `consumerOffset.json` if offsets changed, and waits for it. Blocks: not for async
+    /// workers (shutdown runs it on a blocking thread).
     pub fn persist_if_dirty(&self) {
-        if self.dirty.swap(false, Ordering::AcqRel) {
-            self.persist();
+        if self.dirty.swap(false, Ordering::AcqRel) && !self.file.flush(Duration::from_secs(10)) {
+            warn!(file = %self.file.path().display(), "consumerOffset.json not written yet");
         }
     }
 
-    fn persist(&self) {
-        let table: BTreeMap<String, BTreeMap<i32, i64>> = self
-            .committed
-            .read()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        let content = skiff_protocol::fastjson::consumer_offset_file(&table);
-        if let Err(err) = persist::store(&self.path, &content) {
-            self.dirty.store(true, Ordering::Release);
-            warn!(file = %self.path.display(), %err, "cannot write consumerOffset.json; will retry");
+    /// Asks the writer thread to write `consumerOffset.json` if offsets changed; returns at once
+    /// (the periodic `flushConsumerOffsetInterval` task). A failed write is retried by the writer.
+    pub fn request_persist_if_dirty(&self) {
+        if self.dirty.swap(false, Ordering::AcqRel) {
+            self.file.request();
         }
     }
 }

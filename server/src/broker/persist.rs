@@ -7,8 +7,8 @@
 //! with the lenient parser from `skiff-protocol`.
 
 use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use tracing::warn;
 
@@ -40,22 +40,42 @@ pub fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
     None
 }
 
-/// Replaces `path` with `content`, keeping the previous version as `<path>.bak`.
+/// Replaces `path` with `content`, keeping the previous version as `<path>.bak`. Blocks (fsync):
+/// call it from a blocking thread, or better give the file a [`super::config_file::ConfigFile`].
+/// The broker's own files all have one; this stays for state files of other modules.
+#[allow(dead_code)]
 pub fn store(path: &Path, content: &str) -> std::io::Result<()> {
+    store_with(&skiff_store::fs::RealFs, path, content)
+}
+
+/// [`store`] through a given file system (tests inject faults). The temporary file has a name
+/// of its own (`<name>.tmp.<pid>.<n>`), so two writers can never write through one file; a
+/// failed write removes it and leaves the main file as it was.
+pub fn store_with(
+    file_system: &dyn skiff_store::fs::FileSystem,
+    path: &Path,
+    content: &str,
+) -> std::io::Result<()> {
+    static NEXT_TMP: AtomicU64 = AtomicU64::new(0);
     if let Some(dir) = path.parent() {
         fs::create_dir_all(dir)?;
     }
-    let tmp = with_suffix(path, ".tmp");
-    {
-        let mut file = fs::File::create(&tmp)?;
-        file.write_all(content.as_bytes())?;
-        file.sync_all()?;
+    let n = NEXT_TMP.fetch_add(1, Ordering::Relaxed);
+    let tmp = with_suffix(path, &format!(".tmp.{}.{n}", std::process::id()));
+    if let Err(e) = file_system.write_synced(&tmp, content.as_bytes()) {
+        let _ = fs::remove_file(&tmp);
+        return Err(e);
     }
-    if path.exists() {
-        fs::copy(path, with_suffix(path, ".bak"))?;
+    let result = (|| {
+        if path.exists() {
+            fs::copy(path, with_suffix(path, ".bak"))?;
+        }
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
     }
-    fs::rename(&tmp, path)?;
-    Ok(())
+    result
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> PathBuf {

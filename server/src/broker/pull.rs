@@ -70,7 +70,8 @@ fn hold_time(state: &BrokerState, request: &PullRequest, result: &PullResult) ->
     }
     let requested = request.suspend_timeout_millis?;
     let millis = if state.config.long_polling_enable {
-        requested
+        // The client picks the time; the broker bounds it (10^12 ms was once accepted).
+        requested.min(state.config.broker_suspend_max_time_millis)
     } else {
         state.config.short_polling_time_mills
     };

@@ -6,8 +6,8 @@
 //! transaction and reply topics).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
@@ -16,11 +16,14 @@ use skiff_model::topic;
 use tokio::sync::watch;
 use tracing::{info, warn};
 
+use super::config_file::ConfigFile;
 use super::persist;
 use crate::config::BrokerConfig;
 
 /// Queues of `SCHEDULE_TOPIC_XXXX`: one per delay level.
 const SCHEDULE_TOPIC_QUEUE_NUM: i32 = 18;
+/// How long [`TopicConfigManager::persist`] waits for the writer.
+const PERSIST_WAIT: Duration = Duration::from_secs(10);
 /// `MixAll.REPLY_TOPIC_POSTFIX`.
 const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
 
@@ -38,10 +41,14 @@ struct State {
 }
 
 pub struct TopicConfigManager {
-    state: RwLock<State>,
-    path: PathBuf,
+    state: Arc<RwLock<State>>,
+    /// The one writer of `topics.json`: changes only request a write.
+    file: ConfigFile,
     /// Bumped whenever topics change, so the broker re-registers with name servers at once.
     changed: watch::Sender<u64>,
+    /// The topics this broker made for itself (Java's `TopicValidator.addSystemTopic` calls
+    /// in `TopicConfigManager`): its cluster- and broker-named topics among them.
+    system: std::collections::BTreeSet<String>,
 }
 
 fn now_millis() -> i64 {
@@ -57,24 +64,48 @@ impl TopicConfigManager {
         let path = persist::config_dir(&config.store_path_root_dir).join("topics.json");
         let file: TopicsFile = persist::load(&path).unwrap_or_default();
         let mut topics = system_topics(config);
+        let system = topics.keys().cloned().collect();
         // Persisted settings win, except that the template follows autoCreateTopicEnable.
-        for (name, topic) in file.topic_config_table {
+        for (name, mut topic) in file.topic_config_table {
             if name == topic::AUTO_CREATE_TOPIC_KEY && !config.auto_create_topic_enable {
                 continue;
             }
+            clamp_queue_nums(&mut topic, config.max_topic_queue_nums);
             topics.insert(name, topic);
         }
         let mut data_version = file.data_version;
         data_version.timestamp = now_millis();
         data_version.counter += 1;
+        let state = Arc::new(RwLock::new(State {
+            topics,
+            data_version,
+        }));
+        let file = ConfigFile::spawn(path, skiff_store::fs::real(), {
+            let state = state.clone();
+            move || {
+                // Copy under the lock, serialize outside it: creations never wait for JSON.
+                let file = {
+                    let state = state.read();
+                    TopicsFile {
+                        data_version: state.data_version,
+                        topic_config_table: state.topics.clone(),
+                    }
+                };
+                skiff_protocol::fastjson::to_string_pretty(&file).expect("topic configs serialize")
+            }
+        });
         TopicConfigManager {
-            state: RwLock::new(State {
-                topics,
-                data_version,
-            }),
-            path,
+            state,
+            file,
             changed: watch::Sender::new(0),
+            system,
         }
+    }
+
+    /// Whether `name` belongs to the broker: a RocketMQ system topic, or one this broker made
+    /// for itself (cluster name, broker name, reply and trace topics).
+    pub fn is_system_topic(&self, name: &str) -> bool {
+        topic::is_system_topic(name) || self.system.contains(name)
     }
 
     pub fn get(&self, name: &str) -> Option<TopicConfig> {
@@ -196,24 +227,34 @@ impl TopicConfigManager {
         removed
     }
 
-    /// Writes `topics.json` now.
+    /// Writes `topics.json` now and waits for it. Blocks: call it from a blocking thread.
     pub fn persist(&self) {
-        let content = {
-            let state = self.state.read();
-            let file = TopicsFile {
-                data_version: state.data_version,
-                topic_config_table: state.topics.clone(),
-            };
-            skiff_protocol::fastjson::to_string_pretty(&file).expect("topic configs serialize")
-        };
-        if let Err(err) = persist::store(&self.path, &content) {
-            warn!(file = %self.path.display(), %err, "cannot write topics.json; topic changes are not durable until it succeeds");
+        if !self.file.flush(PERSIST_WAIT) {
+            warn!(file = %self.file.path().display(), "topics.json not written yet; topic changes are not durable until it succeeds");
         }
     }
 
+    /// Asks the writer thread to write `topics.json` soon; returns at once.
+    pub fn request_persist(&self) {
+        self.file.request();
+    }
+
     fn persist_and_announce(&self) {
-        self.persist();
+        self.file.request();
         self.changed.send_modify(|version| *version += 1);
+    }
+}
+
+/// Brings persisted queue counts into `0..=max` (older versions accepted any number), saying so.
+fn clamp_queue_nums(topic: &mut TopicConfig, max: i32) {
+    let (read, write) = (topic.read_queue_nums, topic.write_queue_nums);
+    topic.read_queue_nums = read.clamp(0, max);
+    topic.write_queue_nums = write.clamp(0, max);
+    if (read, write) != (topic.read_queue_nums, topic.write_queue_nums) {
+        warn!(
+            topic = %topic.topic_name, read, write, max,
+            "topics.json gives this topic queue counts out of range; using the nearest allowed (maxTopicQueueNums)"
+        );
     }
 }
 
@@ -300,6 +341,7 @@ mod tests {
         let big = topics.create_from_template("Big", "TBW102", 64, 0).unwrap();
         assert_eq!(big.write_queue_nums, 8, "capped by the template");
         assert!(topics.create_from_template("X", "Missing", 4, 0).is_none());
+        topics.persist();
         let reloaded = TopicConfigManager::load(&cfg);
         assert_eq!(reloaded.get("NewTopic"), Some(created));
     }

@@ -97,6 +97,19 @@ pub struct BrokerConfig {
     pub channel_expired_timeout: u64,
     /// Largest remoting frame accepted (Java: `-Dcom.rocketmq.remoting.frameMaxLength`).
     pub frame_max_length: usize,
+    /// Skiff's limit on a topic's read and write queue counts (Java has none).
+    pub max_topic_queue_nums: i32,
+    /// The longest a pull may be held, whatever the client asks (Java takes the client's
+    /// number; the key is the client-side name of that number).
+    pub broker_suspend_max_time_millis: u64,
+    /// Connections with no traffic either way for this long are closed (Netty's
+    /// `IdleStateHandler` in Java's `NettyRemotingServer`).
+    pub server_channel_max_idle_time_seconds: u64,
+    /// Connections accepted at once; further ones are closed at accept.
+    pub server_max_connections: usize,
+    /// Requests one connection may have in progress (held pulls, sends waiting for a flush);
+    /// more are answered SYSTEM_BUSY, as Java's flow control answers.
+    pub server_max_in_flight_requests: usize,
     pub broker_role: BrokerRole,
     /// `None` = `listenPort + 1`, as Java's `BrokerStartup` sets it.
     pub ha_listen_port: Option<u16>,
@@ -169,6 +182,11 @@ impl Default for BrokerConfig {
             flush_delay_offset_interval: 10_000,
             channel_expired_timeout: 120_000,
             frame_max_length: 16 * 1024 * 1024,
+            max_topic_queue_nums: 1024,
+            broker_suspend_max_time_millis: 30_000,
+            server_channel_max_idle_time_seconds: 120,
+            server_max_connections: 10_000,
+            server_max_in_flight_requests: 4096,
             broker_role: BrokerRole::AsyncMaster,
             ha_listen_port: None,
             timer_wheel_enable: true,
@@ -235,6 +253,11 @@ settings!(BrokerConfig {
     "flushDelayOffsetInterval" => flush_delay_offset_interval vet positive,
     "channelExpiredTimeout" => channel_expired_timeout vet positive,
     "frameMaxLength" => frame_max_length vet positive,
+    "maxTopicQueueNums" => max_topic_queue_nums vet positive,
+    "brokerSuspendMaxTimeMillis" => broker_suspend_max_time_millis,
+    "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds vet positive,
+    "serverMaxConnections" => server_max_connections vet positive,
+    "serverMaxInFlightRequests" => server_max_in_flight_requests vet positive,
     "brokerRole" => broker_role,
     "haListenPort" => ha_listen_port,
     "timerWheelEnable" => timer_wheel_enable,

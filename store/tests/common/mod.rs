@@ -82,6 +82,7 @@ pub fn env_with_clock(clock: Arc<ManualClock>) -> StoreEnv {
     StoreEnv {
         clock,
         disk: Arc::new(StatvfsDisk),
+        fs: skiff_store::fs::real(),
     }
 }
 
