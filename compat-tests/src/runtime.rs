@@ -42,6 +42,15 @@ impl Server {
         }
     }
 
+    /// The process id on this host, for measurements such as resident memory; `None` for a
+    /// container, whose process belongs to the engine.
+    pub fn pid(&self) -> Option<i32> {
+        match self {
+            Server::Proc(p) => Some(p.pid()),
+            Server::Container(_) => None,
+        }
+    }
+
     pub fn exited(&mut self) -> Result<Option<ExitStatus>> {
         match self {
             Server::Proc(p) => p.exited(),

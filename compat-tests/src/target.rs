@@ -558,7 +558,7 @@ impl Target {
     /// measurements such as its resident memory.
     pub fn broker_pid(&self) -> Option<i32> {
         let run = self.running.lock().unwrap_or_else(|e| e.into_inner());
-        run.broker.as_ref().map(Proc::pid)
+        run.broker.as_ref().and_then(Server::pid)
     }
 
     /// The tail of every process's output and log hints, for failure messages.

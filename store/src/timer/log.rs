@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use crate::error::StoreError;
 use crate::file_queue::FileQueue;
+use crate::fs::Fs;
 use crate::mapped_file::MappedFile;
 
 /// Bytes of one unit (`TimerLog.UNIT_SIZE`).
@@ -107,9 +108,9 @@ pub(crate) struct TimerLog {
 }
 
 impl TimerLog {
-    pub(crate) fn load(dir: &Path, file_size: u64) -> Result<Self, StoreError> {
+    pub(crate) fn load(dir: &Path, file_size: u64, fs: &Fs) -> Result<Self, StoreError> {
         Ok(TimerLog {
-            files: FileQueue::load(dir, file_size)?,
+            files: FileQueue::load(dir, file_size, fs)?,
         })
     }
 
@@ -132,7 +133,7 @@ impl TimerLog {
             file = self.files.create_file(file.end())?;
         }
         let pos = file
-            .append(unit)
+            .append(unit)?
             .ok_or_else(|| std::io::Error::other("timer log file full"))?;
         Ok(file.from() + pos as i64)
     }
@@ -239,7 +240,7 @@ mod tests {
         let path = dir.path().join("timerlog");
         // Room for two units and a blank per file.
         let file_size = (2 * UNIT_SIZE + MIN_BLANK_LEN + 10) as u64;
-        let log = TimerLog::load(&path, file_size).unwrap();
+        let log = TimerLog::load(&path, file_size, &crate::fs::real()).unwrap();
         let mut positions = Vec::new();
         for i in 0..5 {
             positions.push(log.append(&unit(-1, i).encode()).unwrap());
@@ -256,7 +257,7 @@ mod tests {
         bytes[at..at + 4].fill(0);
         std::fs::write(&torn, &bytes).unwrap();
 
-        let mut log = TimerLog::load(&path, file_size).unwrap();
+        let mut log = TimerLog::load(&path, file_size, &crate::fs::real()).unwrap();
         let mut seen = Vec::new();
         let end = log
             .recover(0, |pos, u| seen.push((pos, u.offset_py)))

@@ -74,6 +74,7 @@ impl TimerStore {
     /// valid units found (Java's `recoverAndRevise`).
     pub fn open(config: &TimerStoreConfig) -> Result<(TimerStore, Recovered), StoreError> {
         let root = &config.root_dir;
+        let fs = crate::fs::real();
         std::fs::create_dir_all(root).map_err(|e| StoreError::io(root, e))?;
         let (checkpoint_file, checkpoint) = CheckpointFile::open(&checkpoint_path(root))?;
         let path = wheel_path(root);
@@ -94,14 +95,15 @@ impl TimerStore {
                 expected: len,
             });
         }
-        // Sparse: only the slots written take blocks.
+        // Allocated, not sparse: a slot written on a full disk must not fault (SIGBUS).
         file.set_len(len).map_err(io)?;
+        fs.allocate(&path, &file, 0, len).map_err(io)?;
         // SAFETY: the store's lock file keeps other brokers out (see mapped_file.rs); only the
         // timer thread, through `&mut self`, touches the mapping.
         let map =
             unsafe { memmap2::MmapOptions::new().len(len as usize).map_mut(&file) }.map_err(io)?;
         let mut wheel = Wheel::new(map, SLOTS_TOTAL, config.precision_ms);
-        let mut log = TimerLog::load(&log_dir(root), config.log_file_size)?;
+        let mut log = TimerLog::load(&log_dir(root), config.log_file_size, &fs)?;
         let flush_pos = checkpoint.map_or(0, |c| c.last_timer_log_flush_pos);
         let from = (flush_pos - log.file_size() as i64).max(0);
         let mut already_in_log = HashSet::new();
