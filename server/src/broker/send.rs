@@ -255,7 +255,7 @@ fn prepare(
                 &mut properties,
                 &topic_name,
                 queue_id,
-                now_millis(),
+                now,
             )?;
             Ok(MessageToStore {
                 topic,

@@ -344,3 +344,32 @@ fn ignored_keys_are_warned_about_once() {
     assert!(warn_ignored("someJavaOnlyKey", None));
     assert!(!warn_ignored("someJavaOnlyKey", None));
 }
+
+#[test]
+fn timer_settings_load_as_java_reads_them() {
+    let config = load(
+        "broker.conf",
+        "timerWheelEnable=false\ntimerPrecisionMs=300\ntimerMaxDelaySec=60\ntimerFlushIntervalMs=500\nmappedFileSizeTimerLog=1048576\n",
+    )
+    .unwrap();
+    assert!(!config.timer_wheel_enable);
+    // Rounded down to one of 100, 200, 500, 1000, as Java's setter does.
+    assert_eq!(config.timer_precision_ms, 200);
+    assert_eq!(config.timer_max_delay_sec, 60);
+    assert_eq!(config.timer_flush_interval_ms, 500);
+    assert_eq!(config.mapped_file_size_timer_log, 1_048_576);
+    assert_eq!(
+        load("b.conf", "timerPrecisionMs=5000\n")
+            .unwrap()
+            .timer_precision_ms,
+        1000
+    );
+    assert_eq!(
+        load("b.conf", "timerPrecisionMs=7\n")
+            .unwrap()
+            .timer_precision_ms,
+        100
+    );
+    assert!(load_err("b.conf", "timerMaxDelaySec=0\n").contains("timerMaxDelaySec"));
+    assert!(load_err("b.conf", "mappedFileSizeTimerLog=10\n").contains("mappedFileSizeTimerLog"));
+}
