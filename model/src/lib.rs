@@ -19,5 +19,6 @@ pub mod message;
 pub mod record;
 pub mod route;
 pub mod topic;
+pub mod transaction;
 
 pub use hash::java_string_hash;

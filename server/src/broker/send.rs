@@ -15,6 +15,7 @@ use skiff_model::route::{perm, TopicConfig, TopicFilterType};
 use skiff_model::topic;
 use skiff_store::{MessageToStore, Put, PutError, PutResult, PutStatus};
 
+use super::transaction;
 use super::uniq_id::UniqIdGenerator;
 use super::{now_millis, BrokerState};
 use crate::net::{Handled, RequestContext};
@@ -206,18 +207,22 @@ fn prepare(
     if topic_config.topic_filter_type == TopicFilterType::MultiTag {
         flags |= sys_flag::MULTI_TAGS;
     }
-    if messages
-        .iter()
-        .any(|m| m.properties.get(keys::TRANSACTION_PREPARED) == Some("true"))
-        || sys_flag::transaction_type(flags) == sys_flag::TRANSACTION_PREPARED_TYPE
-    {
-        return Err(Reply::error(
-            ErrorKind::NoPermission,
-            format!(
-                "the broker[{}] sending transaction message is forbidden: Skiff does not support transactional messages yet",
-                state.broker_addr
-            ),
-        ));
+    // The first phase of a transaction: stored as a half message until the producer decides.
+    let prepared = !request.batch
+        && transaction::is_prepared(&messages[0].properties, request.reconsume_times);
+    if prepared {
+        if config.reject_transaction_message {
+            let ip = state.broker_addr.rsplit_once(':').map_or("", |(ip, _)| ip);
+            return Err(Reply::error(
+                ErrorKind::NoPermission,
+                format!("the broker[{ip}] sending transaction message is forbidden"),
+            ));
+        }
+        state.topics.create_if_absent(
+            skiff_model::transaction::HALF_TOPIC,
+            1,
+            perm::READ | perm::WRITE,
+        );
     }
 
     let born_host = ctx.channel.peer();
@@ -234,7 +239,7 @@ fn prepare(
                 properties.insert(keys::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, uniq_ids.next(now));
             }
             properties.insert(keys::CLUSTER, state.config.broker_cluster_name.clone());
-            MessageToStore {
+            let mut to_store = MessageToStore {
                 topic: topic_name.clone(),
                 queue_id,
                 flag: message.flag,
@@ -244,8 +249,13 @@ fn prepare(
                 reconsume_times: request.reconsume_times,
                 prepared_transaction_offset: 0,
                 body: message.body,
-                properties: properties.encode(),
+                properties: String::new(),
+            };
+            if prepared {
+                transaction::into_half(&mut to_store, &mut properties);
             }
+            to_store.properties = properties.encode();
+            to_store
         })
         .collect();
     Ok(Prepared {

@@ -96,6 +96,14 @@ pub struct BrokerConfig {
     pub broker_role: BrokerRole,
     /// `None` = `listenPort + 1`, as Java's `BrokerStartup` sets it.
     pub ha_listen_port: Option<u16>,
+    /// Refuse prepared (transactional) sends with NO_PERMISSION.
+    pub reject_transaction_message: bool,
+    /// Milliseconds an unresolved half message waits before the broker asks its producer.
+    pub transaction_time_out: u64,
+    /// Checks of one half message before it goes to `TRANS_CHECK_MAX_TIME_TOPIC`.
+    pub transaction_check_max: i32,
+    /// Milliseconds between two rounds of the transaction check.
+    pub transaction_check_interval: u64,
 }
 
 impl Default for BrokerConfig {
@@ -154,6 +162,10 @@ impl Default for BrokerConfig {
             frame_max_length: 16 * 1024 * 1024,
             broker_role: BrokerRole::AsyncMaster,
             ha_listen_port: None,
+            reject_transaction_message: false,
+            transaction_time_out: 6_000,
+            transaction_check_max: 15,
+            transaction_check_interval: 30_000,
         }
     }
 }
@@ -212,6 +224,10 @@ settings!(BrokerConfig {
     "frameMaxLength" => frame_max_length vet positive,
     "brokerRole" => broker_role,
     "haListenPort" => ha_listen_port,
+    "rejectTransactionMessage" => reject_transaction_message,
+    "transactionTimeOut" => transaction_time_out,
+    "transactionCheckMax" => transaction_check_max vet positive,
+    "transactionCheckInterval" => transaction_check_interval vet positive,
 });
 
 impl BrokerConfig {
