@@ -51,6 +51,9 @@ pub struct Options {
     pub consume_queue_size: u64,
     /// `maxMessageSize`: smaller than a CommitLog segment (Skiff insists; Java would fail puts).
     pub max_message_size: u64,
+    /// More broker settings in Java's names, given to either kind (e.g. short transaction check
+    /// periods so that a test takes seconds).
+    pub broker_settings: Vec<(&'static str, String)>,
 }
 
 impl Options {
@@ -63,6 +66,7 @@ impl Options {
             commit_log_size: 10 * 1024 * 1024,
             consume_queue_size: 300_000 * 20,
             max_message_size: 4 * 1024 * 1024,
+            broker_settings: Vec::new(),
         })
     }
 }
@@ -245,7 +249,7 @@ impl Target {
     /// consumer offsets persisted every second (so that a kill -9 loses at most a second of them).
     fn common_settings(&self) -> Vec<(&'static str, String)> {
         let o = &self.opts;
-        vec![
+        let mut settings = vec![
             ("brokerClusterName", "DefaultCluster".into()),
             ("brokerName", "broker-a".into()),
             ("brokerIP1", "127.0.0.1".into()),
@@ -258,7 +262,9 @@ impl Target {
             ),
             ("maxMessageSize", o.max_message_size.to_string()),
             ("flushConsumerOffsetInterval", "1000".into()),
-        ]
+        ];
+        settings.extend(o.broker_settings.iter().cloned());
+        settings
     }
 
     fn write_config(&self, kind: TargetKind) -> Result<()> {

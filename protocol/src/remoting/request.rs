@@ -199,7 +199,8 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
 
 /// `EndTransactionRequestHeader`, with its `checkFields` rule on `commitOrRollback`.
 fn decode_end_transaction(f: &Fields) -> Result<EndTransactionRequest, ErrorReply> {
-    let producer_group = f.string("producerGroup")?;
+    // Java 5.3.3 does not enforce this @CFNotNull field: a missing group fails the group check.
+    let producer_group = f.opt_string("producerGroup").unwrap_or_default();
     let tran_state_table_offset = f.num("tranStateTableOffset")?;
     let commit_log_offset = f.num("commitLogOffset")?;
     let resolution = match f.num::<i32>("commitOrRollback")? {

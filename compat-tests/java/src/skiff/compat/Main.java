@@ -56,6 +56,18 @@ public final class Main {
                 case "store-read":
                     StoreCompat.read(a);
                     break;
+                case "tx-local":
+                    Transactions.local(a);
+                    break;
+                case "tx-never":
+                    Transactions.never(a);
+                    break;
+                case "tx-restart-produce":
+                    Transactions.restartProduce(a);
+                    break;
+                case "tx-restart-verify":
+                    Transactions.restartVerify(a);
+                    break;
                 default:
                     throw new Common.Fail("unknown scenario " + a.scenario);
             }
