@@ -96,7 +96,8 @@ mod tests {
         producers.unregister("g", &b);
         assert!(producers.available_channel("g").is_none());
         producers.register(&a, "g");
-        producers.scan_expired(Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(2));
+        producers.scan_expired(Duration::from_millis(1));
         assert!(producers.available_channel("g").is_none());
     }
 }
