@@ -53,8 +53,13 @@ pub enum Verdict {
     /// Re-put it with `TRANSACTION_CHECK_TIMES = check_times`, then ask a producer about the copy.
     Check { check_times: i32 },
     /// Re-put it with `TRAN_PREPARED_QUEUE_OFFSET = prepared_queue_offset` and go on: it is still
-    /// immune, and its copy will be looked at in a later round.
-    RenewImmunity { prepared_queue_offset: i64 },
+    /// immune, and its copy will be looked at in a later round. Like Java 5.3.3, the copy also
+    /// carries `TRANSACTION_CHECK_TIMES = check_times`: a renewal counts towards
+    /// `transactionCheckMax` as a check does.
+    RenewImmunity {
+        prepared_queue_offset: i64,
+        check_times: i32,
+    },
     /// Too young: the round ends here and the next one starts from this half.
     NotYet,
 }
@@ -181,6 +186,7 @@ impl CheckRound {
                     None => {
                         return Verdict::RenewImmunity {
                             prepared_queue_offset: half.queue_offset,
+                            check_times: next_check_times,
                         }
                     }
                     Some(Ok(first)) if first != -1 => {
@@ -190,6 +196,7 @@ impl CheckRound {
                         }
                         return Verdict::RenewImmunity {
                             prepared_queue_offset: first,
+                            check_times: next_check_times,
                         };
                     }
                     Some(_) => {}
@@ -366,19 +373,26 @@ mod tests {
         assert_eq!(
             round.decide(&immune, NOW),
             Verdict::RenewImmunity {
-                prepared_queue_offset: 4
+                prepared_queue_offset: 4,
+                check_times: 1,
             }
         );
-        // The copy keeps the first copy's offset.
+        // The copy keeps the first copy's offset; the renewal counted as a check.
         immune.prepared_queue_offset = Some("4");
+        immune.check_times = Some("1");
         immune.queue_offset = 9;
         let mut round = CheckRound::new(CONFIG, NOW, 9, 0);
         assert_eq!(
             round.decide(&immune, NOW),
             Verdict::RenewImmunity {
-                prepared_queue_offset: 4
+                prepared_queue_offset: 4,
+                check_times: 2,
             }
         );
+        // Renewals use up the checks, as in Java: at the maximum the half is discarded.
+        let mut worn = immune.clone();
+        worn.check_times = Some("15");
+        assert_eq!(round.decide(&worn, NOW), Verdict::Discard);
         // Once the first copy is resolved, the copy is too.
         let mut round = CheckRound::new(CONFIG, NOW, 4, 0);
         round.add_op(2, Some(&[4]));

@@ -119,8 +119,10 @@ pub(in crate::broker) fn check_round(state: &BrokerState, stop: &CancellationTok
             Verdict::Discard => discard(state, &half, &properties),
             Verdict::RenewImmunity {
                 prepared_queue_offset,
+                check_times,
             } => {
                 let mut renewed = properties.clone();
+                renewed.insert(tx_keys::TRANSACTION_CHECK_TIMES, check_times.to_string());
                 renewed.insert(
                     tx_keys::TRANSACTION_PREPARED_QUEUE_OFFSET,
                     prepared_queue_offset.to_string(),

@@ -59,6 +59,9 @@ public final class Main {
                 case "tx-local":
                     Transactions.local(a);
                     break;
+                case "tx-immunity":
+                    Transactions.immunity(a);
+                    break;
                 case "tx-never":
                     Transactions.never(a);
                     break;

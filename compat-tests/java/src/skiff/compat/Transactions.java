@@ -164,6 +164,57 @@ final class Transactions {
         }
     }
 
+    /**
+     * CHECK_IMMUNITY_TIME_IN_SECONDS: an UNKNOW message is not checked before its own immunity
+     * (longer than transactionTimeOut), then the check's commit delivers it once.
+     */
+    static void immunity(Common.Args a) throws Exception {
+        String topic = a.topic("txi");
+        int immunitySecs = a.getInt("immunity", 8);
+        Checks checks = new Checks();
+        Map<String, Long> firstCheck = new ConcurrentHashMap<>();
+        TransactionMQProducer p = new TransactionMQProducer(a.group("txip"));
+        Common.tune(p, a, a.group("txip") + "_tp");
+        p.setSendMsgTimeout(10000);
+        p.setTransactionListener(new TransactionListener() {
+            @Override
+            public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                return LocalTransactionState.UNKNOW;
+            }
+
+            @Override
+            public LocalTransactionState checkLocalTransaction(MessageExt msg) {
+                String seq = msg.getUserProperty(Common.SEQ);
+                firstCheck.putIfAbsent(seq, System.currentTimeMillis());
+                checks.bySeq.merge(seq, 1, Integer::sum);
+                return LocalTransactionState.COMMIT_MESSAGE;
+            }
+        });
+        p.start();
+        try {
+            Map<String, Long> sent = new TreeMap<>();
+            for (int i = 0; i < 2; i++) {
+                String seq = "immune-" + i;
+                Message m = message(topic, "check-commit", seq);
+                m.putUserProperty(MessageConst.PROPERTY_CHECK_IMMUNITY_TIME_IN_SECONDS, String.valueOf(immunitySecs));
+                sent.put(seq, System.currentTimeMillis());
+                TransactionSendResult r = p.sendMessageInTransaction(m, null);
+                Common.check(r.getSendStatus() == SendStatus.SEND_OK, "send status %s", r.getSendStatus());
+            }
+            List<String> seqs = new ArrayList<>(sent.keySet());
+            verifyDelivered(a, a.group("txic"), topic, seqs, List.of());
+            for (String seq : seqs) {
+                long after = firstCheck.get(seq) - sent.get(seq);
+                Common.log("%s first checked %d ms after its send", seq, after);
+                Common.check(after >= immunitySecs * 1000L - 500, "%s checked after %d ms, within its immunity of %d s",
+                    seq, after, immunitySecs);
+                Common.check(checks.of(seq) == 1, "%s checked %d times", seq, checks.of(seq));
+            }
+        } finally {
+            p.shutdown();
+        }
+    }
+
     /** A producer that never decides: checked `--check-max` times, then the half is discarded. */
     static void never(Common.Args a) throws Exception {
         String topic = a.topic("txn");
