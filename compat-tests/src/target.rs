@@ -53,8 +53,9 @@ pub struct Options {
     pub consume_queue_size: u64,
     /// `maxMessageSize`: smaller than a CommitLog segment (Skiff insists; Java would fail puts).
     pub max_message_size: u64,
-    /// More settings in Java's names, given to either kind (e.g. a short `messageDelayLevel`).
-    pub extra_settings: Vec<(&'static str, String)>,
+    /// More broker settings in Java's names, given to either kind (e.g. short transaction check
+    /// periods so that a test takes seconds).
+    pub broker_settings: Vec<(&'static str, String)>,
 }
 
 impl Options {
@@ -67,7 +68,7 @@ impl Options {
             commit_log_size: 10 * 1024 * 1024,
             consume_queue_size: 300_000 * 20,
             max_message_size: 4 * 1024 * 1024,
-            extra_settings: Vec::new(),
+            broker_settings: Vec::new(),
         })
     }
 }
@@ -265,7 +266,7 @@ impl Target {
             ("maxMessageSize", o.max_message_size.to_string()),
             ("flushConsumerOffsetInterval", "1000".into()),
         ];
-        settings.extend(o.extra_settings.iter().cloned());
+        settings.extend(o.broker_settings.iter().cloned());
         settings
     }
 

@@ -48,7 +48,7 @@ fn levels_ms() -> String {
 
 fn options(flush: FlushDisk) -> Options {
     Options {
-        extra_settings: vec![
+        broker_settings: vec![
             ("messageDelayLevel", LEVELS.into()),
             ("flushDelayOffsetInterval", "1000".into()),
         ],

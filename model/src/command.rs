@@ -16,6 +16,7 @@ use crate::message::Message;
 use crate::route::{
     BrokerRegistration, ClusterInfo, DataVersion, RegistrationResult, TopicConfig, TopicRouteData,
 };
+use crate::transaction::{CheckTransactionStateRequest, EndTransactionRequest};
 
 /// One queue of one topic on the broker that received the request.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
@@ -91,6 +92,8 @@ pub enum Request {
     GetConsumerListByGroup {
         group: String,
     },
+    /// A producer's commit or rollback of a half (transactional) message.
+    EndTransaction(EndTransactionRequest),
 
     // ---- administration (broker) ----
     /// Create a topic, or change it if it exists.
@@ -138,6 +141,8 @@ pub enum Request {
     NotifyConsumerIdsChanged {
         group: String,
     },
+    /// How did this producer's transaction end? (answered with [`Request::EndTransaction`]).
+    CheckTransactionState(CheckTransactionStateRequest),
 }
 
 /// CONSUMER_SEND_MSG_BACK (`ConsumerSendMsgBackRequestHeader`).
@@ -249,6 +254,8 @@ pub enum ErrorKind {
     ConsumerNotOnline,
     FlowControl,
     VersionNotSupported,
+    /// Refused in this state (Java's `ILLEGAL_OPERATION`, 604).
+    IllegalOperation,
 }
 
 /// A failed request: what kind of failure, and a sentence for the user.

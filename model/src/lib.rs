@@ -21,5 +21,6 @@ pub mod record;
 pub mod retry;
 pub mod route;
 pub mod topic;
+pub mod transaction;
 
 pub use hash::java_string_hash;

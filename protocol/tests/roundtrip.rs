@@ -518,6 +518,7 @@ fn error_kind() -> impl Strategy<Value = ErrorKind> {
         Just(ErrorKind::ConsumerNotOnline),
         Just(ErrorKind::FlowControl),
         Just(ErrorKind::VersionNotSupported),
+        Just(ErrorKind::IllegalOperation),
     ]
 }
 

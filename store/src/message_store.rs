@@ -148,6 +148,11 @@ pub struct FlushWait {
 }
 
 impl FlushWait {
+    /// Where the messages went (they are appended; only the flush is pending).
+    pub fn messages(&self) -> &[AppendedMessage] {
+        &self.messages
+    }
+
     /// Waits until the CommitLog is flushed past the messages, or `sync_flush_timeout_ms`
     /// passes (`FlushDiskTimeout`; the messages stay stored).
     pub async fn wait(self) -> PutResult {

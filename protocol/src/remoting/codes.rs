@@ -20,7 +20,9 @@ pub mod request {
     pub const HEART_BEAT: i32 = 34;
     pub const UNREGISTER_CLIENT: i32 = 35;
     pub const CONSUMER_SEND_MSG_BACK: i32 = 36;
+    pub const END_TRANSACTION: i32 = 37;
     pub const GET_CONSUMER_LIST_BY_GROUP: i32 = 38;
+    pub const CHECK_TRANSACTION_STATE: i32 = 39;
     pub const NOTIFY_CONSUMER_IDS_CHANGED: i32 = 40;
     pub const REGISTER_BROKER: i32 = 103;
     pub const UNREGISTER_BROKER: i32 = 104;
@@ -64,9 +66,10 @@ pub mod response {
     pub const INVALID_PARAMETER: i32 = 29;
     pub const CONSUMER_NOT_ONLINE: i32 = 206;
     pub const FLOW_CONTROL: i32 = 215;
+    pub const ILLEGAL_OPERATION: i32 = 604;
 }
 
-const ERRORS: [(ErrorKind, i32); 17] = [
+const ERRORS: [(ErrorKind, i32); 18] = [
     (ErrorKind::SystemError, response::SYSTEM_ERROR),
     (ErrorKind::SystemBusy, response::SYSTEM_BUSY),
     (
@@ -105,6 +108,7 @@ const ERRORS: [(ErrorKind, i32); 17] = [
         ErrorKind::VersionNotSupported,
         response::VERSION_NOT_SUPPORTED,
     ),
+    (ErrorKind::IllegalOperation, response::ILLEGAL_OPERATION),
 ];
 
 /// The response code Java uses for `kind`.

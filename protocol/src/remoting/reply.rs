@@ -225,7 +225,9 @@ pub fn decode_reply(
         | Request::CreateSubscriptionGroup(_)
         | Request::UnregisterBroker { .. }
         | Request::DeleteTopicInNamesrv { .. }
-        | Request::NotifyConsumerIdsChanged { .. } => Reply::Success,
+        | Request::NotifyConsumerIdsChanged { .. }
+        | Request::EndTransaction(_)
+        | Request::CheckTransactionState(_) => Reply::Success,
     };
     Ok(reply)
 }

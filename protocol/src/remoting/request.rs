@@ -5,9 +5,12 @@ use skiff_model::command::{
     SendBackRequest, SendRequest, SubscriptionExpression,
 };
 use skiff_model::consumer::{HeartbeatData, SubscriptionGroupConfig, EXPRESSION_TYPE_TAG};
-use skiff_model::message::{keys, Message, Properties};
+use skiff_model::message::{keys, sys_flag, Message, Properties};
 use skiff_model::record::body_crc;
 use skiff_model::route::{BrokerRegistration, TopicConfig, TopicFilterType};
+use skiff_model::transaction::{
+    CheckTransactionStateRequest, EndTransactionRequest, TransactionResolution,
+};
 
 use super::body::{self, RegisterBrokerBody};
 use super::codes::request as code;
@@ -142,6 +145,19 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
         code::GET_CONSUMER_LIST_BY_GROUP => Request::GetConsumerListByGroup {
             group: f.string("consumerGroup")?,
         },
+        code::END_TRANSACTION => Request::EndTransaction(decode_end_transaction(&f)?),
+        code::CHECK_TRANSACTION_STATE => {
+            Request::CheckTransactionState(CheckTransactionStateRequest {
+                topic: f.opt_string("topic").unwrap_or_default(),
+                tran_state_table_offset: f.num("tranStateTableOffset")?,
+                commit_log_offset: f.num("commitLogOffset")?,
+                msg_id: f.opt_string("msgId"),
+                transaction_id: f.opt_string("transactionId"),
+                offset_msg_id: f.opt_string("offsetMsgId").unwrap_or_default(),
+                broker_name: f.opt_string("bname").unwrap_or_default(),
+                message: cmd.body.to_bytes(),
+            })
+        }
         code::UPDATE_AND_CREATE_TOPIC => Request::CreateTopic(decode_create_topic(&f)?),
         code::DELETE_TOPIC_IN_BROKER => Request::DeleteTopicInBroker {
             topic: f.string("topic")?,
@@ -188,6 +204,29 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
         }
     };
     Ok(request)
+}
+
+/// `EndTransactionRequestHeader`, with its `checkFields` rule on `commitOrRollback`.
+fn decode_end_transaction(f: &Fields) -> Result<EndTransactionRequest, ErrorReply> {
+    // Java 5.3.3 does not enforce this @CFNotNull field: a missing group fails the group check.
+    let producer_group = f.opt_string("producerGroup").unwrap_or_default();
+    let tran_state_table_offset = f.num("tranStateTableOffset")?;
+    let commit_log_offset = f.num("commitLogOffset")?;
+    let resolution = match f.num::<i32>("commitOrRollback")? {
+        sys_flag::TRANSACTION_NOT_TYPE => TransactionResolution::Unknown,
+        sys_flag::TRANSACTION_COMMIT_TYPE => TransactionResolution::Commit,
+        sys_flag::TRANSACTION_ROLLBACK_TYPE => TransactionResolution::Rollback,
+        _ => return Err(system_error("commitOrRollback field wrong")),
+    };
+    Ok(EndTransactionRequest {
+        producer_group,
+        tran_state_table_offset,
+        commit_log_offset,
+        resolution,
+        from_transaction_check: f.opt_bool("fromTransactionCheck") == Some(true),
+        msg_id: f.string("msgId")?,
+        transaction_id: f.opt_string("transactionId"),
+    })
 }
 
 fn queue(f: &Fields) -> Result<QueueRef, ErrorReply> {
@@ -568,6 +607,32 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
             out.put("topic", topic)
                 .put_opt("clusterName", cluster_name.as_ref());
         }
+        Request::EndTransaction(end) => {
+            out.put("producerGroup", &end.producer_group)
+                .put("tranStateTableOffset", end.tran_state_table_offset)
+                .put("commitLogOffset", end.commit_log_offset)
+                .put(
+                    "commitOrRollback",
+                    match end.resolution {
+                        TransactionResolution::Unknown => sys_flag::TRANSACTION_NOT_TYPE,
+                        TransactionResolution::Commit => sys_flag::TRANSACTION_COMMIT_TYPE,
+                        TransactionResolution::Rollback => sys_flag::TRANSACTION_ROLLBACK_TYPE,
+                    },
+                )
+                .put("fromTransactionCheck", end.from_transaction_check)
+                .put("msgId", &end.msg_id)
+                .put_opt("transactionId", end.transaction_id.as_ref());
+        }
+        Request::CheckTransactionState(check) => {
+            out.put("topic", &check.topic)
+                .put("tranStateTableOffset", check.tran_state_table_offset)
+                .put("commitLogOffset", check.commit_log_offset)
+                .put_opt("msgId", check.msg_id.as_ref())
+                .put_opt("transactionId", check.transaction_id.as_ref())
+                .put("offsetMsgId", &check.offset_msg_id)
+                .put("bname", &check.broker_name);
+            cmd.body = Body::from(check.message.clone());
+        }
         Request::GetAllTopicConfig
         | Request::GetBrokerRuntimeInfo
         | Request::GetBrokerClusterInfo
@@ -610,6 +675,8 @@ pub fn request_code(request: &Request) -> i32 {
         Request::GetAllTopicList => code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
         Request::DeleteTopicInNamesrv { .. } => code::DELETE_TOPIC_IN_NAMESRV,
         Request::NotifyConsumerIdsChanged { .. } => code::NOTIFY_CONSUMER_IDS_CHANGED,
+        Request::EndTransaction(_) => code::END_TRANSACTION,
+        Request::CheckTransactionState(_) => code::CHECK_TRANSACTION_STATE,
     }
 }
 
@@ -747,6 +814,66 @@ mod tests {
             ("TAG", "")
         );
         assert_eq!(pull.max_msg_bytes, None);
+    }
+
+    #[test]
+    fn end_transaction_follows_the_java_header() {
+        let fields = [
+            ("producerGroup", "pg"),
+            ("tranStateTableOffset", "3"),
+            ("commitLogOffset", "4096"),
+            ("commitOrRollback", "8"),
+            ("fromTransactionCheck", "true"),
+            ("msgId", "U1"),
+            ("transactionId", "T1"),
+        ];
+        let Request::EndTransaction(end) = decode_request(&cmd(37, &fields)).unwrap() else {
+            panic!("not an end transaction")
+        };
+        assert_eq!(end.resolution, TransactionResolution::Commit);
+        assert!(end.from_transaction_check);
+        assert_eq!(
+            (end.tran_state_table_offset, end.commit_log_offset),
+            (3, 4096)
+        );
+        let again = encode_request(&Request::EndTransaction(end.clone()), 2, true);
+        assert_eq!(
+            decode_request(&again).unwrap(),
+            Request::EndTransaction(end)
+        );
+
+        let mut bad = cmd(37, &fields);
+        bad.set_ext("commitOrRollback", "5");
+        assert_eq!(
+            decode_request(&bad).unwrap_err().message,
+            "commitOrRollback field wrong"
+        );
+        let mut garbage = cmd(37, &fields);
+        garbage.set_ext("commitLogOffset", "x");
+        assert_eq!(
+            decode_request(&garbage).unwrap_err().kind,
+            ErrorKind::SystemError
+        );
+    }
+
+    #[test]
+    fn check_transaction_state_round_trips() {
+        let check = CheckTransactionStateRequest {
+            topic: "T".into(),
+            tran_state_table_offset: 7,
+            commit_log_offset: 512,
+            msg_id: Some("U".into()),
+            transaction_id: Some("U".into()),
+            offset_msg_id: "7F0000010000000000000200".into(),
+            broker_name: "broker-a".into(),
+            message: bytes::Bytes::from_static(b"record"),
+        };
+        let frame = encode_request(&Request::CheckTransactionState(check.clone()), 9, true);
+        assert_eq!(frame.code, 39);
+        assert_eq!(
+            decode_request(&frame).unwrap(),
+            Request::CheckTransactionState(check)
+        );
     }
 
     #[test]

@@ -24,6 +24,9 @@ pub(super) fn heartbeat(
     ctx: &RequestContext,
     heartbeat: HeartbeatData,
 ) -> Reply {
+    for producer in &heartbeat.producer_data_set {
+        state.producers.register(&ctx.channel, &producer.group_name);
+    }
     for consumer in &heartbeat.consumer_data_set {
         let group_config = state.groups.find_or_create(&consumer.group_name);
         let notify = group_config
@@ -55,9 +58,12 @@ pub(super) fn unregister(
     state: &BrokerState,
     ctx: &RequestContext,
     client_id: &str,
-    _producer_group: Option<&str>,
+    producer_group: Option<&str>,
     consumer_group: Option<&str>,
 ) -> Reply {
+    if let Some(group) = producer_group.filter(|g| !g.is_empty()) {
+        state.producers.unregister(group, &ctx.channel);
+    }
     if let Some(group) = consumer_group.filter(|g| !g.is_empty()) {
         if state.consumers.unregister(group, &ctx.channel) {
             info!(group, client = client_id, "consumer left");
@@ -96,6 +102,7 @@ pub(super) async fn expire_silent_clients(state: Arc<BrokerState>, shutdown: Can
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = ticker.tick() => {
+                state.producers.scan_expired(timeout);
                 for group in state.consumers.scan_expired(timeout) {
                     info!(group, "removed consumers that stopped heartbeating");
                     notify_consumer_ids_changed(&state, &group);

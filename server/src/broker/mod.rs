@@ -14,6 +14,7 @@ mod groups;
 mod long_polling;
 mod offsets;
 mod persist;
+mod producers;
 mod pull;
 mod queries;
 mod registration;
@@ -23,6 +24,7 @@ mod send_back;
 mod stats;
 mod timer;
 mod topics;
+mod transaction;
 mod uniq_id;
 
 use std::net::SocketAddr;
@@ -43,6 +45,7 @@ use consumers::ConsumerManager;
 use groups::SubscriptionGroupManager;
 use long_polling::PullHoldService;
 use offsets::ConsumerOffsetManager;
+use producers::ProducerManager;
 use registration::NameServerLink;
 use schedule::ScheduleService;
 use stats::BrokerStats;
@@ -58,6 +61,7 @@ pub(crate) struct BrokerState {
     groups: SubscriptionGroupManager,
     offsets: ConsumerOffsetManager,
     consumers: ConsumerManager,
+    producers: ProducerManager,
     pull_holds: PullHoldService,
     stats: BrokerStats,
     name_servers: NameServerLink,
@@ -85,6 +89,7 @@ impl Service for BrokerState {
             Request::GetConsumerListByGroup { group } => {
                 Handled::Now(client::consumer_list(&self, &group))
             }
+            Request::EndTransaction(end) => transaction::end_transaction(&self, end),
             Request::QueryConsumerOffset { group, queue } => {
                 Handled::Now(queries::query_consumer_offset(&self, &group, &queue))
             }
@@ -169,6 +174,7 @@ impl Service for BrokerState {
     }
 
     fn on_disconnect(&self, channel: &ClientChannel) {
+        self.producers.on_channel_closed(channel);
         for group in self.consumers.on_channel_closed(channel) {
             client::notify_consumer_ids_changed(self, &group);
         }
@@ -207,6 +213,8 @@ pub fn request_name(request: &Request) -> &'static str {
         Request::GetAllTopicList => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
         Request::DeleteTopicInNamesrv { .. } => "DELETE_TOPIC_IN_NAMESRV",
         Request::NotifyConsumerIdsChanged { .. } => "NOTIFY_CONSUMER_IDS_CHANGED",
+        Request::EndTransaction(_) => "END_TRANSACTION",
+        Request::CheckTransactionState(_) => "CHECK_TRANSACTION_STATE",
     }
 }
 
@@ -304,6 +312,7 @@ impl Broker {
             groups: SubscriptionGroupManager::load(&config),
             offsets: ConsumerOffsetManager::load(&config),
             consumers: ConsumerManager::default(),
+            producers: ProducerManager::default(),
             pull_holds: PullHoldService::default(),
             stats: BrokerStats::new(now_millis()),
             name_servers: NameServerLink::new(&config),
@@ -350,6 +359,7 @@ impl Broker {
                 state.clone(),
                 shutdown.clone(),
             )),
+            tokio::spawn(transaction::service::run(state.clone(), shutdown.clone())),
         ];
         // Routes exist when `start` returns, so clients started right after find this broker.
         state.name_servers.register(&state).await;

@@ -17,6 +17,7 @@ use skiff_model::topic;
 use skiff_store::{MessageToStore, Put, PutError, PutResult, PutStatus};
 
 use super::timer;
+use super::transaction;
 use super::uniq_id::UniqIdGenerator;
 use super::{now_millis, schedule, send_back, BrokerState};
 use crate::net::{Handled, RequestContext};
@@ -208,18 +209,22 @@ fn prepare(
     if topic_config.topic_filter_type == TopicFilterType::MultiTag {
         flags |= sys_flag::MULTI_TAGS;
     }
-    if messages
-        .iter()
-        .any(|m| m.properties.get(keys::TRANSACTION_PREPARED) == Some("true"))
-        || sys_flag::transaction_type(flags) == sys_flag::TRANSACTION_PREPARED_TYPE
-    {
-        return Err(Reply::error(
-            ErrorKind::NoPermission,
-            format!(
-                "the broker[{}] sending transaction message is forbidden: Skiff does not support transactional messages yet",
-                state.broker_addr
-            ),
-        ));
+    // The first phase of a transaction: stored as a half message until the producer decides.
+    let prepared = !request.batch
+        && transaction::is_prepared(&messages[0].properties, request.reconsume_times);
+    if prepared {
+        if config.reject_transaction_message {
+            let ip = state.broker_addr.rsplit_once(':').map_or("", |(ip, _)| ip);
+            return Err(Reply::error(
+                ErrorKind::NoPermission,
+                format!("the broker[{ip}] sending transaction message is forbidden"),
+            ));
+        }
+        state.topics.create_if_absent(
+            skiff_model::transaction::HALF_TOPIC,
+            1,
+            perm::READ | perm::WRITE,
+        );
     }
 
     // A delayed send waits in SCHEDULE_TOPIC_XXXX; the reply names the queue it was sent to.
@@ -257,7 +262,7 @@ fn prepare(
                 queue_id,
                 now,
             )?;
-            Ok(MessageToStore {
+            let mut to_store = MessageToStore {
                 topic,
                 queue_id,
                 flag: message.flag,
@@ -267,8 +272,13 @@ fn prepare(
                 reconsume_times: request.reconsume_times,
                 prepared_transaction_offset: 0,
                 body: message.body,
-                properties: properties.encode(),
-            })
+                properties: String::new(),
+            };
+            if prepared {
+                transaction::into_half(&mut to_store, &mut properties);
+            }
+            to_store.properties = properties.encode();
+            Ok(to_store)
         })
         .collect::<Result<_, Reply>>()?;
     Ok(Prepared {

@@ -124,6 +124,14 @@ pub struct BrokerConfig {
     pub mapped_file_size_timer_log: u64,
     /// Ticks the wheel schedules ahead; later messages are rolled (put back) until in reach.
     pub timer_roll_window_slot: i64,
+    /// Refuse prepared (transactional) sends with NO_PERMISSION.
+    pub reject_transaction_message: bool,
+    /// Milliseconds an unresolved half message waits before the broker asks its producer.
+    pub transaction_time_out: u64,
+    /// Checks of one half message before it goes to `TRANS_CHECK_MAX_TIME_TOPIC`.
+    pub transaction_check_max: i32,
+    /// Milliseconds between two rounds of the transaction check.
+    pub transaction_check_interval: u64,
 }
 
 impl Default for BrokerConfig {
@@ -195,6 +203,10 @@ impl Default for BrokerConfig {
             timer_flush_interval_ms: 1000,
             mapped_file_size_timer_log: 100 * 1024 * 1024,
             timer_roll_window_slot: 3600 * 24 * 2,
+            reject_transaction_message: false,
+            transaction_time_out: 6_000,
+            transaction_check_max: 15,
+            transaction_check_interval: 30_000,
         }
     }
 }
@@ -266,6 +278,10 @@ settings!(BrokerConfig {
     "timerFlushIntervalMs" => timer_flush_interval_ms vet positive,
     "mappedFileSizeTimerLog" => mapped_file_size_timer_log vet timer_log_size,
     "timerRollWindowSlot" => timer_roll_window_slot,
+    "rejectTransactionMessage" => reject_transaction_message,
+    "transactionTimeOut" => transaction_time_out,
+    "transactionCheckMax" => transaction_check_max vet positive,
+    "transactionCheckInterval" => transaction_check_interval vet positive,
 });
 
 impl BrokerConfig {

@@ -373,3 +373,32 @@ fn timer_settings_load_as_java_reads_them() {
     assert!(load_err("b.conf", "timerMaxDelaySec=0\n").contains("timerMaxDelaySec"));
     assert!(load_err("b.conf", "mappedFileSizeTimerLog=10\n").contains("mappedFileSizeTimerLog"));
 }
+
+#[test]
+fn transaction_settings_have_javas_names_and_defaults() {
+    let c = BrokerConfig::default();
+    assert!(!c.reject_transaction_message);
+    assert_eq!(
+        (
+            c.transaction_time_out,
+            c.transaction_check_max,
+            c.transaction_check_interval
+        ),
+        (6_000, 15, 30_000)
+    );
+    let c = load(
+        "broker.conf",
+        "rejectTransactionMessage=true\ntransactionTimeOut=4000\ntransactionCheckMax=3\ntransactionCheckInterval=1000\ntransactionOpBatchInterval=200\n",
+    )
+    .unwrap();
+    assert!(c.reject_transaction_message);
+    assert_eq!(
+        (
+            c.transaction_time_out,
+            c.transaction_check_max,
+            c.transaction_check_interval
+        ),
+        (4000, 3, 1000)
+    );
+    assert!(load_err("broker.conf", "transactionCheckMax=0\n").contains("transactionCheckMax"));
+}

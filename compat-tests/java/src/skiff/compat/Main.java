@@ -82,6 +82,20 @@ public final class Main {
                     break;
                 case "delay-verify":
                     DelayRetry.delayVerify(a);
+                case "tx-local":
+                    Transactions.local(a);
+                    break;
+                case "tx-immunity":
+                    Transactions.immunity(a);
+                    break;
+                case "tx-never":
+                    Transactions.never(a);
+                    break;
+                case "tx-restart-produce":
+                    Transactions.restartProduce(a);
+                    break;
+                case "tx-restart-verify":
+                    Transactions.restartVerify(a);
                     break;
                 default:
                     throw new Common.Fail("unknown scenario " + a.scenario);

@@ -1,0 +1,103 @@
+//! Live producer groups (`ProducerManager`): which connections heartbeat as members of each group,
+//! so that the transaction check can ask one of them about a half message.
+//!
+//! Membership is per connection, like consumers': a producer that disconnects, unregisters or
+//! stops heartbeating leaves every group it was in.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use parking_lot::RwLock;
+
+use crate::net::ClientChannel;
+
+struct Member {
+    channel: ClientChannel,
+    last_heartbeat: Instant,
+}
+
+#[derive(Default)]
+pub struct ProducerManager {
+    groups: RwLock<HashMap<String, HashMap<u64, Member>>>,
+}
+
+impl ProducerManager {
+    /// Records a producer's heartbeat.
+    pub fn register(&self, channel: &ClientChannel, group: &str) {
+        let mut groups = self.groups.write();
+        let members = groups.entry(group.to_string()).or_default();
+        members
+            .entry(channel.id())
+            .and_modify(|m| m.last_heartbeat = Instant::now())
+            .or_insert_with(|| Member {
+                channel: channel.clone(),
+                last_heartbeat: Instant::now(),
+            });
+    }
+
+    /// Removes `channel` from `group`.
+    pub fn unregister(&self, group: &str, channel: &ClientChannel) {
+        let mut groups = self.groups.write();
+        if let Some(members) = groups.get_mut(group) {
+            members.remove(&channel.id());
+            if members.is_empty() {
+                groups.remove(group);
+            }
+        }
+    }
+
+    /// Removes a closed connection from every group.
+    pub fn on_channel_closed(&self, channel: &ClientChannel) {
+        self.remove_members_where(|m| m.channel.id() == channel.id());
+    }
+
+    /// Removes members silent for longer than `timeout` (`ProducerManager.scanNotActiveChannel`).
+    pub fn scan_expired(&self, timeout: Duration) {
+        let now = Instant::now();
+        self.remove_members_where(|m| now.duration_since(m.last_heartbeat) > timeout);
+    }
+
+    fn remove_members_where(&self, gone: impl Fn(&Member) -> bool) {
+        let mut groups = self.groups.write();
+        groups.retain(|_, members| {
+            members.retain(|_, m| !gone(m));
+            !members.is_empty()
+        });
+    }
+
+    /// An open connection of the group (`getAvailableChannel`); the most recently heard from, so a
+    /// producer that just restarted is asked rather than its dead predecessor.
+    pub fn available_channel(&self, group: &str) -> Option<ClientChannel> {
+        let groups = self.groups.read();
+        groups
+            .get(group)?
+            .values()
+            .filter(|m| !m.channel.is_closed())
+            .max_by_key(|m| m.last_heartbeat)
+            .map(|m| m.channel.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_come_and_go_per_connection() {
+        let producers = ProducerManager::default();
+        let (a, _rx_a) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
+        let (b, _rx_b) = ClientChannel::detached("127.0.0.1:2".parse().unwrap());
+        assert!(producers.available_channel("g").is_none());
+        producers.register(&a, "g");
+        producers.register(&b, "g");
+        assert!(producers.available_channel("g").is_some());
+        producers.on_channel_closed(&a);
+        assert_eq!(producers.available_channel("g"), Some(b.clone()));
+        producers.unregister("g", &b);
+        assert!(producers.available_channel("g").is_none());
+        producers.register(&a, "g");
+        std::thread::sleep(Duration::from_millis(2));
+        producers.scan_expired(Duration::from_millis(1));
+        assert!(producers.available_channel("g").is_none());
+    }
+}
