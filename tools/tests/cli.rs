@@ -164,7 +164,14 @@ fn health_checks_registration_and_heartbeat() {
 
     skiff.terminate();
     skiff.wait(Duration::from_secs(10)).expect("stopped");
-    let out = skiff_health(&["--namesrv", &namesrv, "--broker", &broker, "--timeout", "1s"]);
+    let out = skiff_health(&[
+        "--namesrv",
+        &namesrv,
+        "--broker",
+        &broker,
+        "--timeout",
+        "1s",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     assert!(
         text(&out.stderr).starts_with("skiff health: not healthy: name server"),
