@@ -314,3 +314,100 @@ fn send_back_bad_input() {
     }
     target.check_alive().expect("the target survived");
 }
+
+/// A store written by the Java broker with delayed messages still pending: after Skiff opens it
+/// (same ports, data directory and settings) they are all delivered, none early, and what the Java
+/// broker had delivered already (its `delayOffset.json`) is not delivered again. Against Apache the
+/// Java broker reopens its own store, which validates the expectations.
+#[test]
+fn java_store_hands_pending_delays_to_skiff() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _ = target();
+    let reader = settings::target_kind().expect("settings");
+    // Level 2 waits 20 s: long enough to outlast the Java broker's graceful stop.
+    let levels = "1s 20s";
+    let opts = Options {
+        kind: skiff_compat_tests::settings::TargetKind::Apache,
+        extra_settings: vec![
+            ("messageDelayLevel", levels.into()),
+            ("flushDelayOffsetInterval", "1000".into()),
+        ],
+        ..Options::new(FlushDisk::Async).expect("settings")
+    };
+    let target = Target::start_with("delay-handover", opts).expect("start the Java broker");
+    let result = (|| -> Result<()> {
+        let client = Client::get(&settings::store_client())?;
+        let id = unique_id(&client.version);
+        let (namesrv, broker) = (target.namesrv(), target.broker());
+        let base = [
+            ("namesrv", namesrv.as_str()),
+            ("broker", broker.as_str()),
+            ("id", id.as_str()),
+            ("levels", "1000,20000"),
+        ];
+        let runs = target.dir().join("runs");
+        let file = |batch: &str| {
+            target
+                .dir()
+                .join(format!("delayed-{id}-{batch}.txt"))
+                .to_string_lossy()
+                .to_string()
+        };
+        let (delivered, pending) = (file("b1"), file("b2"));
+        let run = |scenario: &str, extra: &[(&str, &str)], dir: &str| -> Result<()> {
+            let mut args = base.to_vec();
+            args.extend_from_slice(extra);
+            client
+                .run(scenario, &args, &runs.join(dir), SCENARIO_TIMEOUT)
+                .with_context(|| format!("{scenario} ({dir})"))?;
+            Ok(())
+        };
+        // Delivered by Java before the handover...
+        let b1 = [("batch", "b1"), ("level", "1"), ("count", "10")];
+        run(
+            "delay-produce",
+            &[&b1[..], &[("out", &delivered)]].concat(),
+            "produce-b1",
+        )?;
+        run(
+            "delay-verify",
+            &[("batch", "b1"), ("in", &delivered), ("round", "java")],
+            "verify-b1-java",
+        )?;
+        // ...and pending at the handover.
+        let b2 = [("batch", "b2"), ("level", "2"), ("count", "10")];
+        run(
+            "delay-produce",
+            &[&b2[..], &[("out", &pending)]].concat(),
+            "produce-b2",
+        )?;
+        let t = Instant::now();
+        target.stop_all(Stop::Graceful)?;
+        target.restart_as(reader)?;
+        println!("handover to {reader:?} took {:.1?}", t.elapsed());
+        run(
+            "delay-verify",
+            &[
+                ("batch", "b2"),
+                ("in", &pending),
+                ("round", "after"),
+                ("once", "true"),
+            ],
+            "verify-b2-after",
+        )?;
+        run(
+            "delay-verify",
+            &[
+                ("batch", "b1"),
+                ("in", &delivered),
+                ("round", "after"),
+                ("once", "true"),
+            ],
+            "verify-b1-after",
+        )?;
+        Ok(())
+    })();
+    if let Err(e) = result {
+        panic!("{e:#}\n{}", target.logs());
+    }
+}
