@@ -172,6 +172,14 @@ impl ScheduleService {
     }
 }
 
+impl Drop for ScheduleService {
+    /// A broker dropped without [`ScheduleService::shutdown`] still stops its thread.
+    fn drop(&mut self) {
+        *self.shared.stopped.lock() = true;
+        self.shared.wake.notify_all();
+    }
+}
+
 impl Shared {
     fn run(&self) {
         let mut last_persist = now_millis();
