@@ -60,7 +60,7 @@ fn case(name: &str, port: Port, bytes: Vec<u8>, expect: Expect) -> Case {
 }
 
 /// `v5` (what 5.3.3 and Skiff do), or `v4` when the target is an Apache 4.9 broker.
-fn since5(v5: Expect, v4: Expect) -> Expect {
+fn since5<T>(v5: T, v4: T) -> T {
     let apache4 = settings::target_kind().ok() == Some(TargetKind::Apache)
         && settings::apache_version().starts_with("4.");
     if apache4 {
@@ -424,5 +424,34 @@ fn bad_sends_are_refused() {
             Expect::Code(REQUEST_CODE_NOT_SUPPORTED),
         ),
     ];
+    run_cases(cases);
+}
+
+/// DELETE_TOPIC_IN_BROKER of the broker's own topics is refused (5.3.3's
+/// `validateSystemTopicWhenUpdateTopic`, on by default). Not run against 4.9, which deletes them
+/// (and would leave the shared broker without its auto-create template).
+#[test]
+fn system_topics_cannot_be_deleted() {
+    if !since5(true, false) {
+        return;
+    }
+    const DELETE_TOPIC_IN_BROKER: i32 = 215;
+    let cases = [
+        "TBW102",
+        "SCHEDULE_TOPIC_XXXX",
+        "RMQ_SYS_TRANS_HALF_TOPIC",
+        "DefaultCluster",
+        "rmq_sys_probe",
+    ]
+    .iter()
+    .map(|topic| {
+        case(
+            &format!("delete system topic {topic}"),
+            Port::Broker,
+            request(DELETE_TOPIC_IN_BROKER, 77, &[("topic", topic)], &[]),
+            Expect::Code(INVALID_PARAMETER),
+        )
+    })
+    .collect();
     run_cases(cases);
 }

@@ -109,3 +109,24 @@ fn a_store_opened_on_a_full_disk_is_read_only() {
     let remark = refused(&store, "T");
     assert!(remark.contains("disk is full"), "{remark}");
 }
+
+#[test]
+fn an_msync_error_under_sync_flush_answers_flush_disk_timeout_then_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    let disk = Arc::new(FakeDisk::default());
+    disk.set(0.5);
+    let config = StoreConfig {
+        flush_disk_type: skiff_store::FlushDiskType::SyncFlush,
+        ..config(dir.path())
+    };
+    let store = MessageStore::open_with_env(config, env(&fs, &disk)).unwrap();
+    fs.inject(FileOp::SyncMap, "commitlog", Fault::Errno(libc::EIO), None);
+    let result = put(&store, vec![message("T", 0, b"unsynced", None)]);
+    assert_eq!(result.status, skiff_store::PutStatus::FlushDiskTimeout);
+    fs.clear();
+    let result = put(&store, vec![message("T", 0, b"synced", None)]);
+    assert_eq!(result.status, skiff_store::PutStatus::Ok);
+    // Both are stored: an unsynced message is not lost while the process lives.
+    assert_eq!(pull_all(&store, "T", 0).len(), 2);
+}

@@ -48,7 +48,7 @@ pub(super) fn create_topic(state: &Arc<BrokerState>, mut config: TopicConfig) ->
     state.topics.upsert(config);
     let state = state.clone();
     Handled::Later(Box::pin(async move {
-        state.name_servers.register(&state).await;
+        state.name_servers.register_changed(&state).await;
         Reply::Success
     }))
 }

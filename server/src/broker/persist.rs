@@ -30,6 +30,11 @@ pub fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
                 continue;
             }
         };
+        // Files Skiff wrote are plain JSON: the direct parse is several times faster (100,000
+        // topics). fastjson's dialect (bare integer keys, nulls) falls back to the lenient parser.
+        if let Ok(value) = serde_json::from_str(&text) {
+            return Some(value);
+        }
         match skiff_protocol::fastjson::from_str(&text) {
             Ok(value) => return Some(value),
             Err(err) => {

@@ -50,7 +50,7 @@ pub(super) fn handle(
             Handled::Later(Box::pin(async move {
                 if created_topic {
                     // As Java: the name servers know a new topic before its first send is answered.
-                    state.name_servers.register(&state).await;
+                    state.name_servers.register_changed(&state).await;
                 }
                 let result = match put {
                     Put::Done(result) => result,

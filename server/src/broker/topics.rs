@@ -49,6 +49,8 @@ pub struct TopicConfigManager {
     /// The topics this broker made for itself (Java's `TopicValidator.addSystemTopic` calls
     /// in `TopicConfigManager`): its cluster- and broker-named topics among them.
     system: std::collections::BTreeSet<String>,
+    /// Topics changed since the name servers were last told (incremental registration).
+    unannounced: parking_lot::Mutex<std::collections::BTreeSet<String>>,
 }
 
 fn now_millis() -> i64 {
@@ -99,6 +101,7 @@ impl TopicConfigManager {
             file,
             changed: watch::Sender::new(0),
             system,
+            unannounced: parking_lot::Mutex::new(std::collections::BTreeSet::new()),
         }
     }
 
@@ -172,7 +175,7 @@ impl TopicConfigManager {
             queues = created.write_queue_nums,
             "auto-created topic"
         );
-        self.persist_and_announce();
+        self.persist_and_announce(name);
         Some(created)
     }
 
@@ -197,18 +200,19 @@ impl TopicConfigManager {
             bump(&mut state.data_version);
             created
         };
-        self.persist_and_announce();
+        self.persist_and_announce(name);
         created
     }
 
     /// Creates or replaces a topic (admin `UPDATE_AND_CREATE_TOPIC`).
     pub fn upsert(&self, config: TopicConfig) {
+        let name = config.topic_name.clone();
         {
             let mut state = self.state.write();
             state.topics.insert(config.topic_name.clone(), config);
             bump(&mut state.data_version);
         }
-        self.persist_and_announce();
+        self.persist_and_announce(&name);
     }
 
     /// Removes a topic; returns whether it existed.
@@ -222,7 +226,7 @@ impl TopicConfigManager {
             removed
         };
         if removed {
-            self.persist_and_announce();
+            self.persist_and_announce(name);
         }
         removed
     }
@@ -239,9 +243,22 @@ impl TopicConfigManager {
         self.file.request();
     }
 
-    fn persist_and_announce(&self) {
+    fn persist_and_announce(&self, name: &str) {
         self.file.request();
+        self.unannounced.lock().insert(name.to_string());
         self.changed.send_modify(|version| *version += 1);
+    }
+
+    /// The topics changed since the last call that still exist, with the current version: what
+    /// an incremental registration sends (Java's `registerIncrementBrokerData`).
+    pub fn take_unannounced(&self) -> (BTreeMap<String, TopicConfig>, DataVersion) {
+        let names = std::mem::take(&mut *self.unannounced.lock());
+        let state = self.state.read();
+        let topics = names
+            .into_iter()
+            .filter_map(|name| state.topics.get(&name).map(|t| (name, t.clone())))
+            .collect();
+        (topics, state.data_version)
     }
 }
 
