@@ -16,6 +16,7 @@ pub mod command;
 pub mod consumer;
 pub mod hash;
 pub mod message;
+pub mod pop;
 pub mod record;
 pub mod route;
 pub mod topic;

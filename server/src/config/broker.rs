@@ -96,6 +96,12 @@ pub struct BrokerConfig {
     pub broker_role: BrokerRole,
     /// `None` = `listenPort + 1`, as Java's `BrokerStartup` sets it.
     pub ha_listen_port: Option<u16>,
+    /// Queues of the POP revive log `rmq_sys_REVIVE_LOG_<cluster>`.
+    pub revive_queue_num: i32,
+    /// How often (ms) expired POP checkpoints are revived and the revive progress saved.
+    pub revive_interval: u64,
+    /// Percent of pops that read the POP retry topic before the topic itself.
+    pub pop_from_retry_probability: u32,
 }
 
 impl Default for BrokerConfig {
@@ -154,6 +160,9 @@ impl Default for BrokerConfig {
             frame_max_length: 16 * 1024 * 1024,
             broker_role: BrokerRole::AsyncMaster,
             ha_listen_port: None,
+            revive_queue_num: 8,
+            revive_interval: 1000,
+            pop_from_retry_probability: 20,
         }
     }
 }
@@ -212,6 +221,9 @@ settings!(BrokerConfig {
     "frameMaxLength" => frame_max_length vet positive,
     "brokerRole" => broker_role,
     "haListenPort" => ha_listen_port,
+    "reviveQueueNum" => revive_queue_num vet positive,
+    "reviveInterval" => revive_interval vet positive,
+    "popFromRetryProbability" => pop_from_retry_probability vet percent,
 });
 
 impl BrokerConfig {
