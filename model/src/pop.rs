@@ -283,6 +283,38 @@ impl ExtraInfo {
         })
     }
 
+    /// [`ExtraInfo::parse`], but the first field found missing or malformed is the first one of
+    /// `order` (indexes of the parts), so the message names the field Java reads first.
+    pub fn parse_checking(text: &str, order: &[usize]) -> Result<ExtraInfo, String> {
+        const NAMES: [&str; 8] = [
+            "CkQueueOffset",
+            "PopTime",
+            "InvisibleTime",
+            "ReviveQid",
+            "Retry",
+            "BrokerName",
+            "QueueId",
+            "QueueOffset",
+        ];
+        let parts: Vec<&str> = text.split(' ').collect();
+        for &i in order {
+            let Some(raw) = parts.get(i) else {
+                return Err(format!(
+                    "get{} fail, extraInfoStrs length {}",
+                    NAMES[i],
+                    parts.len()
+                ));
+            };
+            let numeric = !matches!(i, 4 | 5);
+            if numeric && raw.parse::<i64>().is_err() {
+                return Err(format!(
+                    "java.lang.NumberFormatException: For input string: \"{raw}\""
+                ));
+            }
+        }
+        ExtraInfo::parse(text)
+    }
+
     /// Whether this is the handle of an orderly pop.
     pub fn is_order(&self) -> bool {
         self.revive_qid == ORDER_REVIVE_QUEUE
@@ -326,6 +358,11 @@ mod tests {
             .contains("NumberFormat"));
         assert!(ExtraInfo::parse("1 2").unwrap_err().contains("length 2"));
         assert!(!info.is_order());
+        // ACK_MESSAGE reads the broker name first, as Java's AckMessageProcessor.
+        assert_eq!(
+            ExtraInfo::parse_checking("garbage", &[5, 3, 0]).unwrap_err(),
+            "getBrokerName fail, extraInfoStrs length 1"
+        );
     }
 
     #[test]

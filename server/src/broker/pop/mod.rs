@@ -163,6 +163,7 @@ pub(super) fn recover(state: &BrokerState) {
             }
             offset = found.next_begin_offset;
         }
+        inner.state.log_ends_at(qid, max);
     }
     let in_flight = inner.state.in_flight_count();
     drop(inner);
@@ -218,9 +219,13 @@ fn revive_due(state: &BrokerState, now: i64) {
     }
     for qid in 0..state.config.revive_queue_num {
         let progress = inner.state.progress(qid);
-        state
-            .offsets
-            .commit(model::REVIVE_GROUP, &state.pop.revive_topic, qid, progress);
+        let topic = &state.pop.revive_topic;
+        // Only a change marks the offsets dirty (they are written when dirty).
+        if state.offsets.query(model::REVIVE_GROUP, topic, qid) != Some(progress) {
+            state
+                .offsets
+                .commit(model::REVIVE_GROUP, topic, qid, progress);
+        }
     }
 }
 
@@ -779,11 +784,21 @@ fn check_ack(
         ));
     }
     // Java's ExtraInfoUtil throws on a malformed handle; the remoting layer answers
-    // SYSTEM_ERROR with the exception's text.
-    ExtraInfo::parse(&request.extra_info).map_err(|e| {
+    // SYSTEM_ERROR with the exception's text. The fields are checked in the order Java reads
+    // them: an ack reads the broker name first, a change first asks whether it is orderly.
+    let order: &[usize] = if change {
+        &[3, 0, 1, 2, 5, 4, 6]
+    } else {
+        &[5, 3, 0, 1, 2, 4, 6]
+    };
+    ExtraInfo::parse_checking(&request.extra_info, order).map_err(|e| {
         Reply::error(
             ErrorKind::SystemError,
-            format!("java.lang.IllegalArgumentException: {e}"),
+            if e.starts_with("java.") {
+                e
+            } else {
+                format!("java.lang.IllegalArgumentException: {e}")
+            },
         )
     })
 }

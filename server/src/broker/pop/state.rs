@@ -127,6 +127,13 @@ impl PopState {
         }
     }
 
+    /// The revive log of `revive_qid` ends at `end` (after a replay that found nothing there,
+    /// progress must not fall back below it).
+    pub fn log_ends_at(&mut self, revive_qid: i32, end: i64) {
+        let known = self.log_end.entry(revive_qid).or_insert(0);
+        *known = (*known).max(end);
+    }
+
     /// Whether `offset` belongs to a live checkpoint `key` and is not acked yet.
     pub fn is_in_flight(&self, key: &CkKey, offset: i64) -> bool {
         self.checkpoints.get(key).is_some_and(|ck| {
@@ -403,6 +410,10 @@ mod tests {
         // Once revived (the shell writes an ack), progress moves past everything.
         live.apply(ack(0, 1_000, &[1]), 0, 4);
         assert_eq!(live.progress(0), 5);
+        // A replay that found nothing keeps the saved progress.
+        let mut empty = PopState::default();
+        empty.log_ends_at(0, 7);
+        assert_eq!(empty.progress(0), 7);
     }
 
     #[test]

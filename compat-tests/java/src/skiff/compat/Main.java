@@ -56,6 +56,15 @@ public final class Main {
                 case "store-read":
                     StoreCompat.read(a);
                     break;
+                case "pop-consume":
+                    Pop.consume(a);
+                    break;
+                case "pop-hold":
+                    Pop.hold(a);
+                    break;
+                case "pop-return":
+                    Pop.comeBack(a);
+                    break;
                 default:
                     throw new Common.Fail("unknown scenario " + a.scenario);
             }
