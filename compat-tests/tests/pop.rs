@@ -97,6 +97,7 @@ const POLLING_TIMEOUT: i64 = 210;
 const POP_MESSAGE: i32 = 200050;
 const ACK_MESSAGE: i32 = 200051;
 const CHANGE_MESSAGE_INVISIBLETIME: i32 = 200053;
+const NOTIFICATION: i32 = 200054;
 
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -349,6 +350,29 @@ fn orderly_pop_locks_the_queue() {
                 WAIT,
             )
         };
+        // NOTIFICATION: the group has something to pop.
+        let born = now_ms();
+        let notified = conn.call(
+            NOTIFICATION,
+            99,
+            &[
+                ("consumerGroup", group.as_str()),
+                ("topic", topic.as_str()),
+                ("queueId", "-1"),
+                ("pollTime", "0"),
+                ("bornTime", born.as_str()),
+                ("order", "true"),
+            ],
+            b"",
+            WAIT,
+        )?;
+        anyhow::ensure!(
+            notified.code() == SUCCESS && ext(&notified, "hasMsg") == "true",
+            "notification: {} {} hasMsg {:?}",
+            notified.code(),
+            notified.remark(),
+            ext(&notified, "hasMsg")
+        );
         // First pop: all three, in order, never popped before.
         let first = pop(&mut conn, "2000")?;
         anyhow::ensure!(
