@@ -96,14 +96,14 @@ pub(super) fn handle(
     command: PopCommand,
 ) -> Handled {
     match command {
-        PopCommand::Pop(request) => pop(state, request),
+        PopCommand::Pop(request) => pop(state, ctx, request),
         PopCommand::Peek(request) => Handled::Now(peek(state, &request)),
         PopCommand::Ack(request) => Handled::Now(ack(state, ctx, &request)),
         PopCommand::BatchAck { acks, .. } => Handled::Now(batch_ack(state, &acks)),
         PopCommand::ChangeInvisibleTime(request) => {
             Handled::Now(change_invisible_time(state, ctx, &request))
         }
-        PopCommand::Notification(request) => notification(state, request),
+        PopCommand::Notification(request) => notification(state, ctx, request),
         PopCommand::QueryAssignment(query) => Handled::Now(assignment::query(state, &query)),
         PopCommand::SetRequestMode(setting) => assignment::set_mode(state, setting),
     }
@@ -312,9 +312,9 @@ fn append_record(
 
 // ---------------------------------------------------------------- pop
 
-fn pop(state: &Arc<BrokerState>, request: PopRequest) -> Handled {
+fn pop(state: &Arc<BrokerState>, ctx: &RequestContext, request: PopRequest) -> Handled {
     let now = now_millis();
-    let filter = match check_pop(state, &request, now) {
+    let filter = match check_pop(state, ctx, &request, now) {
         Ok(filter) => filter,
         Err(reply) => return Handled::Now(reply),
     };
@@ -344,6 +344,7 @@ fn pop(state: &Arc<BrokerState>, request: PopRequest) -> Handled {
 /// The checks of `PopMessageProcessor.processRequest`, in its order.
 fn check_pop(
     state: &BrokerState,
+    ctx: &RequestContext,
     request: &PopRequest,
     now: i64,
 ) -> Result<SubscriptionData, Reply> {
@@ -383,8 +384,10 @@ fn check_pop(
         return Err(Reply::error(
             ErrorKind::InvalidParameter,
             format!(
-                "queueId[{}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}]",
-                request.queue_id, config.read_queue_nums
+                "queueId[{}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[/{}]",
+                request.queue_id,
+                config.read_queue_nums,
+                ctx.channel.peer()
             ),
         ));
     }
@@ -596,10 +599,18 @@ impl PopContext<'_> {
                 &offsets,
                 self.request.attempt_id.clone(),
             );
+            // As `ConsumerOrderInfoManager.update`: an entry per offset popped before, then the
+            // queue's least count (what older clients read).
+            let mut least = i32::MAX;
             for (o, count) in counts {
-                got.order_count_info
-                    .push(format!("{mark} qo{queue_id}%{o} {count}"));
+                if count > 0 {
+                    got.order_count_info
+                        .push(format!("{mark} qo{queue_id}%{o} {count}"));
+                }
+                least = least.min(count);
             }
+            got.order_count_info
+                .push(format!("{mark} {queue_id} {least}"));
         } else {
             let record = PopRecord::Checkpoint {
                 key: CkKey {
@@ -761,7 +772,7 @@ fn check_ack(
         return Err(Reply::error(
             ErrorKind::MessageIllegal,
             format!(
-                "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[/{}]",
                 config.read_queue_nums,
                 ctx.channel.peer()
             ),
@@ -871,7 +882,7 @@ fn ack_orderly(
         OrderAck::Illegal => Reply::error(
             ErrorKind::MessageIllegal,
             format!(
-                "offset is illegal, key:{topic}@{group}@{queue_id}, old:{old}, commit:{}, next:-1, {}",
+                "offset is illegal, key:{topic}@{group}@{queue_id}, old:{old}, commit:{}, next:-1, /{}",
                 request.offset,
                 ctx.channel.peer()
             ),
@@ -994,7 +1005,11 @@ fn change_invisible_time(state: &BrokerState, ctx: &RequestContext, request: &Ac
 
 // ---------------------------------------------------------------- notification
 
-fn notification(state: &Arc<BrokerState>, request: NotificationRequest) -> Handled {
+fn notification(
+    state: &Arc<BrokerState>,
+    ctx: &RequestContext,
+    request: NotificationRequest,
+) -> Handled {
     let topic = &request.topic;
     let Some(config) = state.topics.get(topic) else {
         return Handled::Now(Reply::error(
@@ -1006,8 +1021,10 @@ fn notification(state: &Arc<BrokerState>, request: NotificationRequest) -> Handl
         return Handled::Now(Reply::error(
             ErrorKind::InvalidParameter,
             format!(
-                "queueId[{}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}]",
-                request.queue_id, config.read_queue_nums
+                "queueId[{}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[/{}]",
+                request.queue_id,
+                config.read_queue_nums,
+                ctx.channel.peer()
             ),
         ));
     }
