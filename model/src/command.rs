@@ -136,6 +136,9 @@ pub enum Request {
         cluster_name: Option<String>,
     },
 
+    /// POP consumption (pop, ack, change invisible time, assignment): see [`crate::pop`].
+    Pop(crate::pop::PopCommand),
+
     // ---- broker to client ----
     /// The members of a consumer group changed: rebalance now.
     NotifyConsumerIdsChanged {
@@ -256,6 +259,10 @@ pub enum ErrorKind {
     VersionNotSupported,
     /// Refused in this state (Java's `ILLEGAL_OPERATION`, 604).
     IllegalOperation,
+    /// No such message (an ack or change of an offset outside the queue).
+    NoMessage,
+    /// A long-polling request arrived too late to be held.
+    PollingTimeout,
 }
 
 /// A failed request: what kind of failure, and a sentence for the user.
@@ -357,9 +364,16 @@ pub enum Reply {
     ConsumeStats(ConsumeStats),
     /// Named values, such as the broker's runtime information.
     KeyValues(BTreeMap<String, String>),
+    /// An answer to a [`Request::Pop`] (boxed: a pop result is large).
+    Pop(Box<crate::pop::PopReply>),
 }
 
 impl Reply {
+    /// A POP answer.
+    pub fn pop(reply: crate::pop::PopReply) -> Self {
+        Reply::Pop(Box::new(reply))
+    }
+
     /// An error reply of `kind` with a message for the user.
     pub fn error(kind: ErrorKind, message: impl Into<String>) -> Self {
         Reply::Error(ErrorReply {

@@ -17,6 +17,7 @@ pub mod consumer;
 pub mod delay;
 pub mod hash;
 pub mod message;
+pub mod pop;
 pub mod record;
 pub mod retry;
 pub mod route;

@@ -35,6 +35,10 @@ pub mod keys {
     pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
     pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
     pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+    /// A popped message's checkpoint handle (`extraInfo`).
+    pub const POP_CK: &str = "POP_CK";
+    /// When a message was first popped.
+    pub const POP_FIRST_POP_TIME: &str = "1ST_POP_TIME";
 }
 
 /// `MessageSysFlag` bits carried in the record and in send headers.

@@ -38,6 +38,14 @@ pub mod request {
     pub const SEND_BATCH_MESSAGE: i32 = 320;
     pub const GET_TOPIC_CONFIG: i32 = 351;
     pub const LITE_PULL_MESSAGE: i32 = 361;
+    pub const QUERY_ASSIGNMENT: i32 = 400;
+    pub const SET_MESSAGE_REQUEST_MODE: i32 = 401;
+    pub const POP_MESSAGE: i32 = 200050;
+    pub const ACK_MESSAGE: i32 = 200051;
+    pub const PEEK_MESSAGE: i32 = 200052;
+    pub const CHANGE_MESSAGE_INVISIBLETIME: i32 = 200053;
+    pub const NOTIFICATION: i32 = 200054;
+    pub const BATCH_ACK_MESSAGE: i32 = 200151;
 }
 
 /// Response codes.
@@ -67,9 +75,12 @@ pub mod response {
     pub const CONSUMER_NOT_ONLINE: i32 = 206;
     pub const FLOW_CONTROL: i32 = 215;
     pub const ILLEGAL_OPERATION: i32 = 604;
+    pub const NO_MESSAGE: i32 = 208;
+    pub const POLLING_FULL: i32 = 209;
+    pub const POLLING_TIMEOUT: i32 = 210;
 }
 
-const ERRORS: [(ErrorKind, i32); 18] = [
+const ERRORS: [(ErrorKind, i32); 20] = [
     (ErrorKind::SystemError, response::SYSTEM_ERROR),
     (ErrorKind::SystemBusy, response::SYSTEM_BUSY),
     (
@@ -109,6 +120,8 @@ const ERRORS: [(ErrorKind, i32); 18] = [
         response::VERSION_NOT_SUPPORTED,
     ),
     (ErrorKind::IllegalOperation, response::ILLEGAL_OPERATION),
+    (ErrorKind::NoMessage, response::NO_MESSAGE),
+    (ErrorKind::PollingTimeout, response::POLLING_TIMEOUT),
 ];
 
 /// The response code Java uses for `kind`.

@@ -13,6 +13,7 @@ mod command;
 mod fields;
 mod frame;
 mod header;
+mod pop;
 mod reply;
 mod request;
 

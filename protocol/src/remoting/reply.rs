@@ -132,6 +132,7 @@ pub fn encode_reply(request: &RemotingCommand, reply: Reply) -> RemotingCommand 
             cmd.body = Body::Chunks(messages);
         }
         Reply::Message(record) => cmd.body = Body::from(record),
+        Reply::Pop(pop) => super::pop::encode_reply(*pop, &mut cmd),
     }
     cmd
 }
@@ -228,6 +229,8 @@ pub fn decode_reply(
         | Request::NotifyConsumerIdsChanged { .. }
         | Request::EndTransaction(_)
         | Request::CheckTransactionState(_) => Reply::Success,
+        // Skiff's own tools never consume by POP: they only learn whether it succeeded.
+        Request::Pop(_) => Reply::Success,
     };
     Ok(reply)
 }

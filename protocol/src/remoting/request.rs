@@ -196,6 +196,7 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
         code::NOTIFY_CONSUMER_IDS_CHANGED => Request::NotifyConsumerIdsChanged {
             group: f.string("consumerGroup")?,
         },
+        pop if super::pop::is_pop_code(pop) => Request::Pop(super::pop::decode(cmd)?),
         other => {
             return Err(ErrorReply {
                 kind: ErrorKind::RequestNotSupported,
@@ -451,6 +452,11 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
     let mut cmd = match request {
         Request::Send(send) => encode_send(send),
         Request::Pull(pull) => encode_pull(pull),
+        Request::Pop(pop) => {
+            let mut cmd = RemotingCommand::request(0, 0);
+            super::pop::encode(pop, &mut cmd);
+            cmd
+        }
         _ => RemotingCommand::request(0, 0),
     };
     cmd.code = request_code(request);
@@ -460,7 +466,7 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
     }
     let mut out = FieldsOut(&mut cmd.ext_fields);
     match request {
-        Request::Send(_) | Request::Pull(_) => {}
+        Request::Send(_) | Request::Pull(_) | Request::Pop(_) => {}
         Request::QueryConsumerOffset { group, queue } => {
             out.put("consumerGroup", group);
             put_queue(&mut out, queue);
@@ -677,6 +683,7 @@ pub fn request_code(request: &Request) -> i32 {
         Request::NotifyConsumerIdsChanged { .. } => code::NOTIFY_CONSUMER_IDS_CHANGED,
         Request::EndTransaction(_) => code::END_TRANSACTION,
         Request::CheckTransactionState(_) => code::CHECK_TRANSACTION_STATE,
+        Request::Pop(pop) => super::pop::request_code(pop),
     }
 }
 

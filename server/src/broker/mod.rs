@@ -14,6 +14,7 @@ mod groups;
 mod long_polling;
 mod offsets;
 mod persist;
+mod pop;
 mod producers;
 mod pull;
 mod queries;
@@ -56,6 +57,8 @@ pub(crate) struct BrokerState {
     config: BrokerConfig,
     /// `brokerIP1:listenPort`: what clients connect to and what record STOREHOSTs say.
     broker_addr: String,
+    /// `broker_addr` as an address, for records the broker writes itself.
+    store_host: SocketAddr,
     store: Arc<MessageStore>,
     topics: TopicConfigManager,
     groups: SubscriptionGroupManager,
@@ -66,6 +69,7 @@ pub(crate) struct BrokerState {
     stats: BrokerStats,
     name_servers: NameServerLink,
     schedule: ScheduleService,
+    pop: pop::PopService,
 }
 
 impl Service for BrokerState {
@@ -163,6 +167,7 @@ impl Service for BrokerState {
                 Handled::Now(admin::consume_stats(&self, &group, topic.as_deref()))
             }
             Request::GetBrokerRuntimeInfo => Handled::Now(admin::runtime_info(&self)),
+            Request::Pop(command) => pop::handle(&self, ctx, command),
             other => Handled::Now(Reply::error(
                 ErrorKind::RequestNotSupported,
                 format!(
@@ -215,6 +220,21 @@ pub fn request_name(request: &Request) -> &'static str {
         Request::NotifyConsumerIdsChanged { .. } => "NOTIFY_CONSUMER_IDS_CHANGED",
         Request::EndTransaction(_) => "END_TRANSACTION",
         Request::CheckTransactionState(_) => "CHECK_TRANSACTION_STATE",
+        Request::Pop(command) => pop_request_name(command),
+    }
+}
+
+fn pop_request_name(command: &skiff_model::pop::PopCommand) -> &'static str {
+    use skiff_model::pop::PopCommand;
+    match command {
+        PopCommand::Pop(_) => "POP_MESSAGE",
+        PopCommand::Peek(_) => "PEEK_MESSAGE",
+        PopCommand::Ack(_) => "ACK_MESSAGE",
+        PopCommand::BatchAck { .. } => "BATCH_ACK_MESSAGE",
+        PopCommand::ChangeInvisibleTime(_) => "CHANGE_MESSAGE_INVISIBLETIME",
+        PopCommand::Notification(_) => "NOTIFICATION",
+        PopCommand::QueryAssignment(_) => "QUERY_ASSIGNMENT",
+        PopCommand::SetRequestMode(_) => "SET_MESSAGE_REQUEST_MODE",
     }
 }
 
@@ -316,16 +336,24 @@ impl Broker {
             pull_holds: PullHoldService::default(),
             stats: BrokerStats::new(now_millis()),
             name_servers: NameServerLink::new(&config),
+            pop: pop::PopService::new(&config),
             broker_addr: broker_addr.clone(),
+            store_host,
             store: store.clone(),
             schedule,
             config,
         });
         state.topics.request_persist();
+        {
+            // The revive log is replayed before anyone can pop or ack.
+            let state = state.clone();
+            tokio::task::spawn_blocking(move || pop::recover(&state)).await?;
+        }
         let weak = Arc::downgrade(&state);
         store.set_message_arrival_listener(Arc::new(move |topic: &str, queue_id, max_offset| {
             if let Some(state) = weak.upgrade() {
                 state.pull_holds.notify_arrival(topic, queue_id, max_offset);
+                state.pop.notify_arrival(topic);
             }
         }));
 
@@ -360,6 +388,7 @@ impl Broker {
                 shutdown.clone(),
             )),
             tokio::spawn(transaction::service::run(state.clone(), shutdown.clone())),
+            tokio::spawn(pop::revive_periodically(state.clone(), shutdown.clone())),
         ];
         // Routes exist when `start` returns, so clients started right after find this broker.
         state.name_servers.register(&state).await;
@@ -398,6 +427,7 @@ impl Broker {
         let _ = self.registering.await;
         self.state.name_servers.unregister(&self.state).await;
         self.state.pull_holds.shutdown();
+        self.state.pop.shutdown();
         self.shutdown.cancel();
         let _ = self.server.await;
         for task in self.background {

@@ -132,6 +132,12 @@ pub struct BrokerConfig {
     pub transaction_check_max: i32,
     /// Milliseconds between two rounds of the transaction check.
     pub transaction_check_interval: u64,
+    /// Queues of the POP revive log `rmq_sys_REVIVE_LOG_<cluster>`.
+    pub revive_queue_num: i32,
+    /// How often (ms) expired POP checkpoints are revived and the revive progress saved.
+    pub revive_interval: u64,
+    /// Percent of pops that read the POP retry topic before the topic itself.
+    pub pop_from_retry_probability: u32,
 }
 
 impl Default for BrokerConfig {
@@ -207,6 +213,9 @@ impl Default for BrokerConfig {
             transaction_time_out: 6_000,
             transaction_check_max: 15,
             transaction_check_interval: 30_000,
+            revive_queue_num: 8,
+            revive_interval: 1000,
+            pop_from_retry_probability: 20,
         }
     }
 }
@@ -282,6 +291,9 @@ settings!(BrokerConfig {
     "transactionTimeOut" => transaction_time_out,
     "transactionCheckMax" => transaction_check_max vet positive,
     "transactionCheckInterval" => transaction_check_interval vet positive,
+    "reviveQueueNum" => revive_queue_num vet positive,
+    "reviveInterval" => revive_interval vet positive,
+    "popFromRetryProbability" => pop_from_retry_probability vet percent,
 });
 
 impl BrokerConfig {

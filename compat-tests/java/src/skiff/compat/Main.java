@@ -97,6 +97,15 @@ public final class Main {
                 case "tx-restart-verify":
                     Transactions.restartVerify(a);
                     break;
+                case "pop-consume":
+                    Pop.consume(a);
+                    break;
+                case "pop-hold":
+                    Pop.hold(a);
+                    break;
+                case "pop-return":
+                    Pop.comeBack(a);
+                    break;
                 default:
                     throw new Common.Fail("unknown scenario " + a.scenario);
             }
