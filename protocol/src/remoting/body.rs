@@ -175,7 +175,7 @@ fn queue_map<V: for<'de> Deserialize<'de>>(
         let queue: MessageQueue =
             fastjson::from_str(key).map_err(|e| format!("{field} key {key}: {e}"))?;
         let value =
-            serde_json::from_value(value.clone()).map_err(|e| format!("{field} value: {e}"))?;
+            fastjson::from_value(value.clone()).map_err(|e| format!("{field} value: {e}"))?;
         entries.push((queue, value));
     }
     // Java's HashMap order is meaningless; sort so that results are stable.

@@ -786,6 +786,51 @@ mod tests {
             .contains("compressed"));
     }
 
+    /// A heartbeat body as rocketmq-client-go/v2 2.1.2 writes it (`jsoniter` over `utils.Set`:
+    /// the tag codes as strings, no `heartbeatFingerprint`).
+    const GO_HEARTBEAT: &str = r#"{"clientID":"10.0.0.7@4242#1700000000","producerDataSet":[{"groupName":"pg"}],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"T","subString":"TagA || TagC","tagsSet":["TagA","TagC"],"codeSet":["2598919","2598921"],"subVersion":1700000000123456789,"expressionType":"TAG"}],"unitMode":false}]}"#;
+
+    /// The same as rocketmq-client-cpp writes it (`jsoncpp`: enums as ordinals, `subVersion` as
+    /// a string, no `expressionType`).
+    const CPP_HEARTBEAT: &str = "{\"clientID\":\"10.0.0.7@4242\",\"consumerDataSet\":[{\"consumeFromWhere\":4,\"consumeType\":1,\"groupName\":\"cg\",\"messageModel\":1,\"subscriptionDataSet\":[{\"codeSet\":[2598919,2598921],\"subString\":\"TagA || TagC\",\"subVersion\":\"1700000000123\",\"tagsSet\":[\"TagA\",\"TagC\"],\"topic\":\"T\"}]}],\"producerDataSet\":[{\"groupName\":\"pg\"}]}\n";
+
+    fn heartbeat_of(body: &str) -> HeartbeatData {
+        let mut c = cmd(code::HEART_BEAT, &[]);
+        c.body = Body::from(body.as_bytes().to_vec());
+        match decode_request(&c).unwrap() {
+            Request::Heartbeat(heartbeat) => heartbeat,
+            other => panic!("not a heartbeat: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn go_and_cpp_heartbeats_read_as_javas() {
+        use skiff_model::consumer::{ConsumeFromWhere, ConsumeType, MessageModel};
+        for (body, version) in [
+            (GO_HEARTBEAT, 1_700_000_000_123_456_789),
+            (CPP_HEARTBEAT, 1_700_000_000_123),
+        ] {
+            let heartbeat = heartbeat_of(body);
+            assert_eq!(heartbeat.producer_data_set[0].group_name, "pg");
+            let consumer = &heartbeat.consumer_data_set[0];
+            assert_eq!(consumer.group_name, "cg");
+            assert_eq!(consumer.consume_type, ConsumeType::ConsumePassively);
+            assert_eq!(consumer.message_model, MessageModel::Clustering);
+            assert_eq!(
+                consumer.consume_from_where,
+                ConsumeFromWhere::ConsumeFromFirstOffset
+            );
+            let sub = &consumer.subscription_data_set[0];
+            assert_eq!(
+                sub.code_set.iter().copied().collect::<Vec<_>>(),
+                [2598919, 2598921]
+            );
+            assert_eq!(sub.expression_type, "TAG");
+            assert_eq!(sub.sub_version, version);
+            assert!(sub.matches_tags_code(2598921) && !sub.matches_tags_code(1));
+        }
+    }
+
     #[test]
     fn batch_header_properties_fill_gaps_but_never_replace() {
         let messages = vec![Message {
