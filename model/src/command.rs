@@ -11,7 +11,10 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::consumer::{ConsumeStats, HeartbeatData, SubscriptionGroupConfig, TopicStatsTable};
+use crate::consumer::{
+    ConsumeStats, HeartbeatData, LockBatchRequest, MessageQueue, SubscriptionGroupConfig,
+    TopicStatsTable,
+};
 use crate::message::Message;
 use crate::route::{
     BrokerRegistration, ClusterInfo, DataVersion, RegistrationResult, TopicConfig, TopicRouteData,
@@ -88,6 +91,10 @@ pub enum Request {
     GetConsumerListByGroup {
         group: String,
     },
+    /// An orderly consumer locking queues of its group (or renewing its locks).
+    LockBatchMq(LockBatchRequest),
+    /// An orderly consumer giving queue locks back.
+    UnlockBatchMq(LockBatchRequest),
 
     // ---- administration (broker) ----
     /// Create a topic, or change it if it exists.
@@ -310,6 +317,8 @@ pub enum Reply {
     /// A store timestamp in ms.
     Timestamp(i64),
     ConsumerIds(Vec<String>),
+    /// The queues a LOCK_BATCH_MQ locked for the client.
+    LockedQueues(Vec<MessageQueue>),
     Route(TopicRouteData),
     ClusterInfo(ClusterInfo),
     TopicList(Vec<String>),

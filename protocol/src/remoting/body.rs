@@ -109,6 +109,14 @@ pub(super) struct ConsumerList {
     pub consumer_id_list: Vec<String>,
 }
 
+/// `LockBatchResponseBody`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(super) struct LockBatchResponse {
+    #[serde(rename = "lockOKMQSet")]
+    pub lock_ok_mq_set: Vec<MessageQueue>,
+}
+
 /// `KVTable`.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]

@@ -21,6 +21,8 @@ pub mod request {
     pub const UNREGISTER_CLIENT: i32 = 35;
     pub const GET_CONSUMER_LIST_BY_GROUP: i32 = 38;
     pub const NOTIFY_CONSUMER_IDS_CHANGED: i32 = 40;
+    pub const LOCK_BATCH_MQ: i32 = 41;
+    pub const UNLOCK_BATCH_MQ: i32 = 42;
     pub const REGISTER_BROKER: i32 = 103;
     pub const UNREGISTER_BROKER: i32 = 104;
     pub const GET_ROUTEINFO_BY_TOPIC: i32 = 105;

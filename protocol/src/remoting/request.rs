@@ -133,6 +133,8 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
         code::GET_CONSUMER_LIST_BY_GROUP => Request::GetConsumerListByGroup {
             group: f.string("consumerGroup")?,
         },
+        code::LOCK_BATCH_MQ => Request::LockBatchMq(json_body(cmd)?),
+        code::UNLOCK_BATCH_MQ => Request::UnlockBatchMq(json_body(cmd)?),
         code::UPDATE_AND_CREATE_TOPIC => Request::CreateTopic(decode_create_topic(&f)?),
         code::DELETE_TOPIC_IN_BROKER => Request::DeleteTopicInBroker {
             topic: f.string("topic")?,
@@ -447,6 +449,9 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
         Request::Heartbeat(heartbeat) => {
             cmd.body = Body::from(body::to_json(heartbeat).into_bytes())
         }
+        Request::LockBatchMq(lock) | Request::UnlockBatchMq(lock) => {
+            cmd.body = Body::from(body::to_json(lock).into_bytes())
+        }
         Request::UnregisterClient {
             client_id,
             producer_group,
@@ -576,6 +581,8 @@ pub fn request_code(request: &Request) -> i32 {
         Request::Heartbeat(_) => code::HEART_BEAT,
         Request::UnregisterClient { .. } => code::UNREGISTER_CLIENT,
         Request::GetConsumerListByGroup { .. } => code::GET_CONSUMER_LIST_BY_GROUP,
+        Request::LockBatchMq(_) => code::LOCK_BATCH_MQ,
+        Request::UnlockBatchMq(_) => code::UNLOCK_BATCH_MQ,
         Request::CreateTopic(_) => code::UPDATE_AND_CREATE_TOPIC,
         Request::DeleteTopicInBroker { .. } => code::DELETE_TOPIC_IN_BROKER,
         Request::GetAllTopicConfig => code::GET_ALL_TOPIC_CONFIG,
@@ -829,6 +836,41 @@ mod tests {
             assert_eq!(sub.sub_version, version);
             assert!(sub.matches_tags_code(2598921) && !sub.matches_tags_code(1));
         }
+    }
+
+    #[test]
+    fn lock_bodies_of_java_go_and_cpp_decode_and_the_reply_is_javas() {
+        let java = r#"{"clientId":"c1","consumerGroup":"g","mqSet":[{"brokerName":"b","queueId":0,"topic":"T"}],"onlyThisBroker":false}"#;
+        let go = r#"{"consumerGroup":"g","clientId":"c1","mqSet":[{"topic":"T","brokerName":"b","queueId":0}]}"#;
+        let cpp = "{\"clientId\":\"c1\",\"consumerGroup\":\"g\",\"mqSet\":[{\"brokerName\":\"b\",\"queueId\":\"0\",\"topic\":\"T\"}]}\n";
+        let queue = skiff_model::consumer::MessageQueue {
+            topic: "T".into(),
+            broker_name: "b".into(),
+            queue_id: 0,
+        };
+        for (code, body) in [(41, java), (41, go), (42, cpp)] {
+            let mut c = cmd(code, &[]);
+            c.body = Body::from(body.as_bytes().to_vec());
+            let (Request::LockBatchMq(lock) | Request::UnlockBatchMq(lock)) =
+                decode_request(&c).unwrap()
+            else {
+                panic!("not a lock request")
+            };
+            assert_eq!(lock.consumer_group.as_deref(), Some("g"));
+            assert_eq!(lock.client_id.as_deref(), Some("c1"));
+            assert_eq!(lock.mq_set, std::slice::from_ref(&queue));
+        }
+        let mut c = cmd(41, &[]);
+        c.body = Body::from(b"{not json".to_vec());
+        assert_eq!(decode_request(&c).unwrap_err().kind, ErrorKind::SystemError);
+        let reply = crate::remoting::encode_reply(
+            &cmd(41, &[]),
+            skiff_model::command::Reply::LockedQueues(vec![queue]),
+        );
+        assert_eq!(
+            reply.body.to_bytes().as_ref(),
+            br#"{"lockOKMQSet":[{"brokerName":"b","queueId":0,"topic":"T"}]}"#
+        );
     }
 
     #[test]

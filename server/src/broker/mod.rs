@@ -15,6 +15,7 @@ mod offsets;
 mod persist;
 mod pull;
 mod queries;
+mod rebalance_lock;
 mod registration;
 mod send;
 mod stats;
@@ -39,6 +40,7 @@ use consumers::ConsumerManager;
 use groups::SubscriptionGroupManager;
 use long_polling::PullHoldService;
 use offsets::ConsumerOffsetManager;
+use rebalance_lock::RebalanceLockManager;
 use registration::NameServerLink;
 use stats::BrokerStats;
 use topics::TopicConfigManager;
@@ -53,6 +55,8 @@ pub(crate) struct BrokerState {
     groups: SubscriptionGroupManager,
     offsets: ConsumerOffsetManager,
     consumers: ConsumerManager,
+    /// Queue locks of orderly consumers.
+    locks: RebalanceLockManager,
     pull_holds: PullHoldService,
     stats: BrokerStats,
     name_servers: NameServerLink,
@@ -77,6 +81,10 @@ impl Service for BrokerState {
             )),
             Request::GetConsumerListByGroup { group } => {
                 Handled::Now(client::consumer_list(&self, &group))
+            }
+            Request::LockBatchMq(lock) => Handled::Now(rebalance_lock::lock_batch(&self, &lock)),
+            Request::UnlockBatchMq(lock) => {
+                Handled::Now(rebalance_lock::unlock_batch(&self, &lock))
             }
             Request::QueryConsumerOffset { group, queue } => {
                 Handled::Now(queries::query_consumer_offset(&self, &group, &queue))
@@ -186,6 +194,8 @@ pub fn request_name(request: &Request) -> &'static str {
         Request::Heartbeat(_) => "HEART_BEAT",
         Request::UnregisterClient { .. } => "UNREGISTER_CLIENT",
         Request::GetConsumerListByGroup { .. } => "GET_CONSUMER_LIST_BY_GROUP",
+        Request::LockBatchMq(_) => "LOCK_BATCH_MQ",
+        Request::UnlockBatchMq(_) => "UNLOCK_BATCH_MQ",
         Request::CreateTopic(_) => "UPDATE_AND_CREATE_TOPIC",
         Request::DeleteTopicInBroker { .. } => "DELETE_TOPIC_IN_BROKER",
         Request::GetAllTopicConfig => "GET_ALL_TOPIC_CONFIG",
@@ -291,6 +301,7 @@ impl Broker {
             groups: SubscriptionGroupManager::load(&config),
             offsets: ConsumerOffsetManager::load(&config),
             consumers: ConsumerManager::default(),
+            locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time),
             pull_holds: PullHoldService::default(),
             stats: BrokerStats::new(now_millis()),
             name_servers: NameServerLink::new(&config),

@@ -96,6 +96,11 @@ pub struct BrokerConfig {
     pub broker_role: BrokerRole,
     /// `None` = `listenPort + 1`, as Java's `BrokerStartup` sets it.
     pub ha_listen_port: Option<u16>,
+    /// Milliseconds an orderly consumer's queue lock lives after its last renewal (Java's system
+    /// property `rocketmq.broker.rebalance.lockMaxLiveTime`).
+    pub rebalance_lock_max_live_time: u64,
+    /// Whether SQL92 subscriptions are served (Java's `enablePropertyFilter`, off by default).
+    pub enable_property_filter: bool,
 }
 
 impl Default for BrokerConfig {
@@ -154,6 +159,8 @@ impl Default for BrokerConfig {
             frame_max_length: 16 * 1024 * 1024,
             broker_role: BrokerRole::AsyncMaster,
             ha_listen_port: None,
+            rebalance_lock_max_live_time: 60_000,
+            enable_property_filter: false,
         }
     }
 }
@@ -212,6 +219,8 @@ settings!(BrokerConfig {
     "frameMaxLength" => frame_max_length vet positive,
     "brokerRole" => broker_role,
     "haListenPort" => ha_listen_port,
+    "rebalanceLockMaxLiveTime" => rebalance_lock_max_live_time vet positive,
+    "enablePropertyFilter" => enable_property_filter,
 });
 
 impl BrokerConfig {
