@@ -91,6 +91,9 @@ pub enum Request {
     GetConsumerListByGroup {
         group: String,
     },
+    /// A consumer asking whether the broker can serve its subscription (a SQL92 filter) before it
+    /// starts.
+    CheckClientConfig(CheckClientConfig),
     /// An orderly consumer locking queues of its group (or renewing its locks).
     LockBatchMq(LockBatchRequest),
     /// An orderly consumer giving queue locks back.
@@ -142,6 +145,18 @@ pub enum Request {
     NotifyConsumerIdsChanged {
         group: String,
     },
+}
+
+/// `CheckClientRequestBody`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CheckClientConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_data: Option<crate::consumer::SubscriptionData>,
 }
 
 /// Which end of a timestamp range a search should land on.
@@ -234,6 +249,8 @@ pub enum ErrorKind {
     SubscriptionNotExist,
     SubscriptionNotLatest,
     SubscriptionGroupNotExist,
+    /// A SQL92 subscription from a heartbeat whose expression did not compile.
+    FilterDataNotExist,
     InvalidParameter,
     ConsumerNotOnline,
     FlowControl,

@@ -23,6 +23,7 @@ pub mod request {
     pub const NOTIFY_CONSUMER_IDS_CHANGED: i32 = 40;
     pub const LOCK_BATCH_MQ: i32 = 41;
     pub const UNLOCK_BATCH_MQ: i32 = 42;
+    pub const CHECK_CLIENT_CONFIG: i32 = 46;
     pub const REGISTER_BROKER: i32 = 103;
     pub const UNREGISTER_BROKER: i32 = 104;
     pub const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
@@ -62,12 +63,13 @@ pub mod response {
     pub const SUBSCRIPTION_NOT_EXIST: i32 = 24;
     pub const SUBSCRIPTION_NOT_LATEST: i32 = 25;
     pub const SUBSCRIPTION_GROUP_NOT_EXIST: i32 = 26;
+    pub const FILTER_DATA_NOT_EXIST: i32 = 27;
     pub const INVALID_PARAMETER: i32 = 29;
     pub const CONSUMER_NOT_ONLINE: i32 = 206;
     pub const FLOW_CONTROL: i32 = 215;
 }
 
-const ERRORS: [(ErrorKind, i32); 17] = [
+const ERRORS: [(ErrorKind, i32); 18] = [
     (ErrorKind::SystemError, response::SYSTEM_ERROR),
     (ErrorKind::SystemBusy, response::SYSTEM_BUSY),
     (
@@ -98,6 +100,10 @@ const ERRORS: [(ErrorKind, i32); 17] = [
     (
         ErrorKind::SubscriptionGroupNotExist,
         response::SUBSCRIPTION_GROUP_NOT_EXIST,
+    ),
+    (
+        ErrorKind::FilterDataNotExist,
+        response::FILTER_DATA_NOT_EXIST,
     ),
     (ErrorKind::InvalidParameter, response::INVALID_PARAMETER),
     (ErrorKind::ConsumerNotOnline, response::CONSUMER_NOT_ONLINE),

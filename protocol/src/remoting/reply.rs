@@ -228,6 +228,7 @@ pub fn decode_reply(
         | Request::Heartbeat(_)
         | Request::UnregisterClient { .. }
         | Request::UnlockBatchMq(_)
+        | Request::CheckClientConfig(_)
         | Request::CreateTopic(_)
         | Request::DeleteTopicInBroker { .. }
         | Request::CreateSubscriptionGroup(_)

@@ -133,6 +133,7 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
         code::GET_CONSUMER_LIST_BY_GROUP => Request::GetConsumerListByGroup {
             group: f.string("consumerGroup")?,
         },
+        code::CHECK_CLIENT_CONFIG => Request::CheckClientConfig(json_body(cmd)?),
         code::LOCK_BATCH_MQ => Request::LockBatchMq(json_body(cmd)?),
         code::UNLOCK_BATCH_MQ => Request::UnlockBatchMq(json_body(cmd)?),
         code::UPDATE_AND_CREATE_TOPIC => Request::CreateTopic(decode_create_topic(&f)?),
@@ -449,6 +450,9 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
         Request::Heartbeat(heartbeat) => {
             cmd.body = Body::from(body::to_json(heartbeat).into_bytes())
         }
+        Request::CheckClientConfig(check) => {
+            cmd.body = Body::from(body::to_json(check).into_bytes())
+        }
         Request::LockBatchMq(lock) | Request::UnlockBatchMq(lock) => {
             cmd.body = Body::from(body::to_json(lock).into_bytes())
         }
@@ -581,6 +585,7 @@ pub fn request_code(request: &Request) -> i32 {
         Request::Heartbeat(_) => code::HEART_BEAT,
         Request::UnregisterClient { .. } => code::UNREGISTER_CLIENT,
         Request::GetConsumerListByGroup { .. } => code::GET_CONSUMER_LIST_BY_GROUP,
+        Request::CheckClientConfig(_) => code::CHECK_CLIENT_CONFIG,
         Request::LockBatchMq(_) => code::LOCK_BATCH_MQ,
         Request::UnlockBatchMq(_) => code::UNLOCK_BATCH_MQ,
         Request::CreateTopic(_) => code::UPDATE_AND_CREATE_TOPIC,

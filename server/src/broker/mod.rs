@@ -13,6 +13,7 @@ mod groups;
 mod long_polling;
 mod offsets;
 mod persist;
+mod property_filter;
 mod pull;
 mod queries;
 mod rebalance_lock;
@@ -57,6 +58,8 @@ pub(crate) struct BrokerState {
     consumers: ConsumerManager,
     /// Queue locks of orderly consumers.
     locks: RebalanceLockManager,
+    /// Compiled SQL92 subscriptions.
+    selectors: property_filter::SelectorCache,
     pull_holds: PullHoldService,
     stats: BrokerStats,
     name_servers: NameServerLink,
@@ -81,6 +84,9 @@ impl Service for BrokerState {
             )),
             Request::GetConsumerListByGroup { group } => {
                 Handled::Now(client::consumer_list(&self, &group))
+            }
+            Request::CheckClientConfig(check) => {
+                Handled::Now(property_filter::check_client_config(&self, &check))
             }
             Request::LockBatchMq(lock) => Handled::Now(rebalance_lock::lock_batch(&self, &lock)),
             Request::UnlockBatchMq(lock) => {
@@ -194,6 +200,7 @@ pub fn request_name(request: &Request) -> &'static str {
         Request::Heartbeat(_) => "HEART_BEAT",
         Request::UnregisterClient { .. } => "UNREGISTER_CLIENT",
         Request::GetConsumerListByGroup { .. } => "GET_CONSUMER_LIST_BY_GROUP",
+        Request::CheckClientConfig(_) => "CHECK_CLIENT_CONFIG",
         Request::LockBatchMq(_) => "LOCK_BATCH_MQ",
         Request::UnlockBatchMq(_) => "UNLOCK_BATCH_MQ",
         Request::CreateTopic(_) => "UPDATE_AND_CREATE_TOPIC",
@@ -302,6 +309,7 @@ impl Broker {
             offsets: ConsumerOffsetManager::load(&config),
             consumers: ConsumerManager::default(),
             locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time),
+            selectors: property_filter::SelectorCache::default(),
             pull_holds: PullHoldService::default(),
             stats: BrokerStats::new(now_millis()),
             name_servers: NameServerLink::new(&config),

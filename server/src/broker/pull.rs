@@ -1,7 +1,8 @@
 //! PULL_MESSAGE and LITE_PULL_MESSAGE (`PullMessageProcessor`).
 //!
 //! A pull is checked (group, topic, queue, subscription), its piggybacked commit offset is
-//! recorded, and the queue is read with the subscription's tag filter. When nothing is there and
+//! recorded, and the queue is read with the subscription's tag filter, then its SQL92 expression
+//! over each record's properties (see `property_filter`). When nothing is there and
 //! the client allows it, the pull is held (long polling) until a message arrives on the queue or
 //! the suspend timeout passes, and then read once more.
 
@@ -9,10 +10,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use skiff_model::command::{ErrorKind, PullRequest, PullResult, PullStatus, Reply};
-use skiff_model::consumer::{SubscriptionData, EXPRESSION_TYPE_TAG};
+use skiff_model::consumer::SubscriptionData;
+use skiff_model::filter::Selector;
 use skiff_model::route::{perm, MASTER_ID};
 use skiff_store::GetMessageStatus;
 
+use super::property_filter::{self, is_tag_type};
 use super::BrokerState;
 use crate::net::{Handled, RequestContext};
 
@@ -27,8 +30,8 @@ pub(super) fn handle(
     _ctx: &RequestContext,
     request: PullRequest,
 ) -> Handled {
-    let subscription = match check(state, &request) {
-        Ok(subscription) => subscription,
+    let filter = match check(state, &request) {
+        Ok(filter) => filter,
         Err(reply) => return Handled::Now(reply),
     };
     if let Some(offset) = request.commit_offset {
@@ -39,7 +42,7 @@ pub(super) fn handle(
             offset,
         );
     }
-    let result = read(state, &request, &subscription);
+    let result = read(state, &request, &filter);
     let Some(timeout) = hold_time(state, &request, &result) else {
         return Handled::Now(Reply::Pulled(result));
     };
@@ -59,7 +62,7 @@ pub(super) fn handle(
             // Any outcome (arrival, shutdown, timeout) means: read again and answer.
             let _ = tokio::time::timeout(timeout, wakeup).await;
         }
-        Reply::Pulled(read(&state, &request, &subscription))
+        Reply::Pulled(read(&state, &request, &filter))
     }))
 }
 
@@ -77,9 +80,15 @@ fn hold_time(state: &BrokerState, request: &PullRequest, result: &PullResult) ->
     Some(Duration::from_millis(millis))
 }
 
-/// The checks of `PullMessageProcessor.processRequest`, in its order; the subscription to filter
-/// with on success.
-fn check(state: &BrokerState, request: &PullRequest) -> Result<SubscriptionData, Reply> {
+/// What a pull filters with: the subscription's tag codes, and its compiled SQL92 expression.
+struct Filter {
+    subscription: SubscriptionData,
+    selector: Option<Arc<Selector>>,
+}
+
+/// The checks of `PullMessageProcessor.processRequest`, in its order; what to filter with on
+/// success.
+fn check(state: &BrokerState, request: &PullRequest) -> Result<Filter, Reply> {
     let topic_name = &request.queue.topic;
     if !perm::is_readable(state.config.broker_permission) {
         return Err(Reply::error(
@@ -131,13 +140,29 @@ fn check(state: &BrokerState, request: &PullRequest) -> Result<SubscriptionData,
         ));
     }
 
+    let mut selector = None;
     let subscription = match &request.subscription {
-        Some(inline) => SubscriptionData::from_expression(
-            topic_name,
-            &inline.expression_type,
-            &inline.expression,
-            inline.version,
-        ),
+        Some(inline) => {
+            let subscription = SubscriptionData::from_expression(
+                topic_name,
+                &inline.expression_type,
+                &inline.expression,
+                inline.version,
+            );
+            if !is_tag_type(&subscription.expression_type) {
+                let compiled = (!subscription.sub_string.is_empty())
+                    .then(|| state.selectors.compile(&subscription.sub_string).ok())
+                    .flatten();
+                let Some(compiled) = compiled else {
+                    return Err(Reply::error(
+                        ErrorKind::SubscriptionParseFailed,
+                        "parse the consumer's subscription failed",
+                    ));
+                };
+                selector = Some(compiled);
+            }
+            subscription
+        }
         None => {
             if state
                 .consumers
@@ -164,23 +189,33 @@ fn check(state: &BrokerState, request: &PullRequest) -> Result<SubscriptionData,
                     "the consumer's subscription not latest",
                 ));
             }
+            if !is_tag_type(&subscription.expression_type) {
+                match state.selectors.compile(&subscription.sub_string) {
+                    Ok(compiled) => selector = Some(compiled),
+                    Err(_) => {
+                        return Err(Reply::error(
+                            ErrorKind::FilterDataNotExist,
+                            "The broker's consumer filter data is not exist!Your expression may be wrong!",
+                        ))
+                    }
+                }
+            }
             subscription
         }
     };
-    if subscription.expression_type != EXPRESSION_TYPE_TAG {
-        return Err(Reply::error(
-            ErrorKind::SystemError,
-            format!(
-                "The broker does not support consumer to filter message by {}",
-                subscription.expression_type
-            ),
+    if !is_tag_type(&subscription.expression_type) && !state.config.enable_property_filter {
+        return Err(property_filter::not_supported(
+            &subscription.expression_type,
         ));
     }
-    Ok(subscription)
+    Ok(Filter {
+        subscription,
+        selector,
+    })
 }
 
 /// Reads the queue and turns the store's answer into a pull result (`composeResponseHeader`).
-fn read(state: &BrokerState, request: &PullRequest, subscription: &SubscriptionData) -> PullResult {
+fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResult {
     let max_count = request.max_msg_nums.clamp(1, MAX_TRANSFER_COUNT);
     let max_bytes = request
         .max_msg_bytes
@@ -192,8 +227,15 @@ fn read(state: &BrokerState, request: &PullRequest, subscription: &SubscriptionD
         request.queue_offset,
         max_count,
         max_bytes,
-        &|tags_code| subscription.matches_tags_code(tags_code),
+        &|tags_code| filter.subscription.matches_tags_code(tags_code),
     );
+    let mut found = found;
+    if let Some(selector) = &filter.selector {
+        property_filter::retain_matching(selector, &mut found.messages);
+        if found.messages.is_empty() && found.status == GetMessageStatus::Found {
+            found.status = GetMessageStatus::NoMatchedMessage;
+        }
+    }
     let status = match found.status {
         GetMessageStatus::Found => PullStatus::Found,
         GetMessageStatus::MessageWasRemoving | GetMessageStatus::NoMatchedMessage => {
