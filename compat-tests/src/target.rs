@@ -51,6 +51,8 @@ pub struct Options {
     pub consume_queue_size: u64,
     /// `maxMessageSize`: smaller than a CommitLog segment (Skiff insists; Java would fail puts).
     pub max_message_size: u64,
+    /// `enablePropertyFilter` (Java's default is off; the SQL92 scenarios need it on).
+    pub enable_property_filter: bool,
 }
 
 impl Options {
@@ -63,6 +65,7 @@ impl Options {
             commit_log_size: 10 * 1024 * 1024,
             consume_queue_size: 300_000 * 20,
             max_message_size: 4 * 1024 * 1024,
+            enable_property_filter: true,
         })
     }
 }
@@ -258,6 +261,7 @@ impl Target {
             ),
             ("maxMessageSize", o.max_message_size.to_string()),
             ("flushConsumerOffsetInterval", "1000".into()),
+            ("enablePropertyFilter", o.enable_property_filter.to_string()),
         ]
     }
 
@@ -266,7 +270,7 @@ impl Target {
             TargetKind::Skiff => {
                 let mut toml = String::new();
                 for (k, v) in self.common_settings() {
-                    if v.parse::<u64>().is_ok() || v == "true" {
+                    if v.parse::<u64>().is_ok() || v == "true" || v == "false" {
                         toml.push_str(&format!("{k} = {v}\n"));
                     } else {
                         toml.push_str(&format!("{k} = \"{v}\"\n"));
