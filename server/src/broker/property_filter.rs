@@ -127,6 +127,44 @@ mod tests {
         assert!(cache.compiled.lock().len() <= CACHE_CAPACITY);
     }
 
+    fn record(properties: &str) -> Bytes {
+        let host: std::net::SocketAddr = "127.0.0.1:10911".parse().unwrap();
+        let fields = skiff_model::record::RecordFields {
+            queue_id: 0,
+            flag: 0,
+            queue_offset: 0,
+            physical_offset: 0,
+            sys_flag: 0,
+            born_timestamp: 1,
+            born_host: host,
+            store_timestamp: 2,
+            store_host: host,
+            reconsume_times: 0,
+            prepared_transaction_offset: 0,
+            body: b"body",
+            topic: "T",
+            properties,
+        };
+        let mut out = bytes::BytesMut::new();
+        fields.encode(&mut out).unwrap();
+        out.freeze()
+    }
+
+    #[test]
+    fn records_are_kept_by_their_properties_and_tags() {
+        let selector = Selector::parse("TAGS = 'A' AND price > 10").unwrap();
+        let mut messages = vec![
+            record("TAGS\u{1}A\u{2}price\u{1}12\u{2}"),
+            record("TAGS\u{1}B\u{2}price\u{1}12\u{2}"),
+            record("TAGS\u{1}A\u{2}price\u{1}x\u{2}"),
+            record("TAGS\u{1}A\u{2}"),
+            Bytes::from_static(b"not a record"),
+        ];
+        let kept = [messages[0].clone(), messages[4].clone()];
+        retain_matching(&selector, &mut messages);
+        assert_eq!(messages, kept);
+    }
+
     #[test]
     fn tag_types_are_javas() {
         assert!(is_tag_type("") && is_tag_type("TAG"));
