@@ -9,6 +9,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use skiff_model::command::{ErrorKind, PullRequest, PullResult, PullStatus, Reply};
 use skiff_model::consumer::SubscriptionData;
 use skiff_model::filter::Selector;
@@ -24,6 +26,9 @@ use crate::net::{Handled, RequestContext};
 const MAX_TRANSFER_BYTES: usize = 256 * 1024;
 /// Most messages one pull returns (`maxTransferCountOnMessageInMemory`).
 const MAX_TRANSFER_COUNT: i32 = 32;
+/// Most queue reads one SQL92-filtered pull makes (up to 32 entries each, so 2,048 entries; Java
+/// scans up to `maxFilterMessageCount`, 16,000).
+const MAX_FILTER_ROUNDS: usize = 64;
 
 pub(super) fn handle(
     state: &Arc<BrokerState>,
@@ -221,20 +226,61 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
         .max_msg_bytes
         .filter(|b| *b > 0)
         .map_or(MAX_TRANSFER_BYTES, |b| (b as usize).min(MAX_TRANSFER_BYTES));
-    let found = state.store.get_messages(
-        &request.queue.topic,
-        request.queue.queue_id,
-        request.queue_offset,
-        max_count,
-        max_bytes,
-        &|tags_code| filter.subscription.matches_tags_code(tags_code),
-    );
-    let mut found = found;
+    let get = |offset: i64, count: i32, bytes: usize| {
+        state.store.get_messages(
+            &request.queue.topic,
+            request.queue.queue_id,
+            offset,
+            count,
+            bytes,
+            &|tags_code| filter.subscription.matches_tags_code(tags_code),
+        )
+    };
+    let mut found = get(request.queue_offset, max_count, max_bytes);
     if let Some(selector) = &filter.selector {
+        // Like Java's getMessage, keep scanning the queue (up to MAX_FILTER_ROUNDS reads) until
+        // the pull has max_count matching messages, so that a selective filter does not cost a
+        // round trip per 32 entries.
         property_filter::retain_matching(selector, &mut found.messages);
-        if found.messages.is_empty() && found.status == GetMessageStatus::Found {
-            found.status = GetMessageStatus::NoMatchedMessage;
+        let mut rounds = 1;
+        while rounds < MAX_FILTER_ROUNDS
+            && matches!(
+                found.status,
+                GetMessageStatus::Found | GetMessageStatus::NoMatchedMessage
+            )
+            && found.messages.len() < max_count as usize
+            && found.next_begin_offset < found.max_offset
+        {
+            let used: usize = found.messages.iter().map(Bytes::len).sum();
+            if used >= max_bytes {
+                break;
+            }
+            let mut more = get(
+                found.next_begin_offset,
+                max_count - found.messages.len() as i32,
+                max_bytes - used,
+            );
+            if !matches!(
+                more.status,
+                GetMessageStatus::Found | GetMessageStatus::NoMatchedMessage
+            ) {
+                break;
+            }
+            property_filter::retain_matching(selector, &mut more.messages);
+            found.messages.append(&mut more.messages);
+            found.next_begin_offset = more.next_begin_offset;
+            found.max_offset = more.max_offset;
+            rounds += 1;
         }
+        found.status = if found.messages.is_empty() {
+            if found.status == GetMessageStatus::Found {
+                GetMessageStatus::NoMatchedMessage
+            } else {
+                found.status
+            }
+        } else {
+            GetMessageStatus::Found
+        };
     }
     let status = match found.status {
         GetMessageStatus::Found => PullStatus::Found,

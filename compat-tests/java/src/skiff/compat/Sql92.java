@@ -130,6 +130,7 @@ final class Sql92 {
                 }
             }
             checkExactly("pull consumer", pulled, pullWanted);
+            sparse(a, pull);
         } finally {
             pull.shutdown();
         }
@@ -162,6 +163,42 @@ final class Sql92 {
         expectRefusedAtStart(a, topic, "sql_bad", "a > ");
         log("SQL92: push %d, pull %d, lite pull %d messages, exactly the matching ones; bad SQL refused",
             pushWanted.size(), pullWanted.size(), liteWanted.size());
+    }
+
+    /**
+     * A selective filter over a long queue: one pull scans past the 32 entries of a read and
+     * returns both matches among 150 messages, as Java's getMessage does.
+     */
+    static void sparse(Common.Args a, DefaultMQPullConsumer pull) throws Exception {
+        String topic = a.topic("sql92_sparse");
+        DefaultMQProducer p = Common.producer(a, a.group("sql_sparse_p"));
+        try {
+            for (int i = 0; i < 150; i++) {
+                Message m = Common.msg(topic, "T", "s" + i, Common.utf8("s" + i));
+                m.putUserProperty("a", Integer.toString(i));
+                check(p.send(m, (mqs, msg, arg) -> mqs.get(0), null).getSendStatus() == SendStatus.SEND_OK,
+                    "send s%d", i);
+            }
+        } finally {
+            p.shutdown();
+        }
+        MessageQueue q0 = null;
+        for (MessageQueue mq : pull.fetchSubscribeMessageQueues(topic)) {
+            if (mq.getQueueId() == 0) {
+                q0 = mq;
+            }
+        }
+        check(q0 != null, "no queue 0 in %s", topic);
+        PullResult r = pullOnce(pull, q0, "a IN ('7', '140')", 0);
+        List<String> got = new ArrayList<>();
+        if (r.getMsgFoundList() != null) {
+            for (MessageExt m : r.getMsgFoundList()) {
+                got.add(m.getUserProperty(Common.SEQ));
+            }
+        }
+        check(r.getPullStatus() == PullStatus.FOUND && got.size() == 2 && got.contains("s7") && got.contains("s140"),
+            "one pull over 150 messages returned %s %s (next offset %d), expected s7 and s140",
+            r.getPullStatus(), got, r.getNextBeginOffset());
     }
 
     /**
