@@ -56,6 +56,8 @@ pub struct Options {
     /// More broker settings in Java's names, given to either kind (e.g. short transaction check
     /// periods so that a test takes seconds).
     pub broker_settings: Vec<(&'static str, String)>,
+    /// `enablePropertyFilter` (Java's default is off; the SQL92 scenarios need it on).
+    pub enable_property_filter: bool,
 }
 
 impl Options {
@@ -69,6 +71,7 @@ impl Options {
             consume_queue_size: 300_000 * 20,
             max_message_size: 4 * 1024 * 1024,
             broker_settings: Vec::new(),
+            enable_property_filter: true,
         })
     }
 }
@@ -265,6 +268,7 @@ impl Target {
             ),
             ("maxMessageSize", o.max_message_size.to_string()),
             ("flushConsumerOffsetInterval", "1000".into()),
+            ("enablePropertyFilter", o.enable_property_filter.to_string()),
         ];
         settings.extend(o.broker_settings.iter().cloned());
         settings
@@ -275,7 +279,7 @@ impl Target {
             TargetKind::Skiff => {
                 let mut toml = String::new();
                 for (k, v) in self.common_settings() {
-                    if v.parse::<u64>().is_ok() || v == "true" {
+                    if v.parse::<u64>().is_ok() || v == "true" || v == "false" {
                         toml.push_str(&format!("{k} = {v}\n"));
                     } else {
                         toml.push_str(&format!("{k} = \"{v}\"\n"));

@@ -11,7 +11,10 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
-use crate::consumer::{ConsumeStats, HeartbeatData, SubscriptionGroupConfig, TopicStatsTable};
+use crate::consumer::{
+    ConsumeStats, HeartbeatData, LockBatchRequest, MessageQueue, SubscriptionGroupConfig,
+    TopicStatsTable,
+};
 use crate::message::Message;
 use crate::route::{
     BrokerRegistration, ClusterInfo, DataVersion, RegistrationResult, TopicConfig, TopicRouteData,
@@ -94,6 +97,13 @@ pub enum Request {
     },
     /// A producer's commit or rollback of a half (transactional) message.
     EndTransaction(EndTransactionRequest),
+    /// A consumer asking whether the broker can serve its subscription (a SQL92 filter) before it
+    /// starts.
+    CheckClientConfig(CheckClientConfig),
+    /// An orderly consumer locking queues of its group (or renewing its locks).
+    LockBatchMq(LockBatchRequest),
+    /// An orderly consumer giving queue locks back.
+    UnlockBatchMq(LockBatchRequest),
 
     // ---- administration (broker) ----
     /// Create a topic, or change it if it exists.
@@ -161,6 +171,18 @@ pub struct SendBackRequest {
     pub unit_mode: bool,
     /// The consumer's limit; the group's `retryMaxTimes` when absent.
     pub max_reconsume_times: Option<i32>,
+}
+
+/// `CheckClientRequestBody`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CheckClientConfig {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subscription_data: Option<crate::consumer::SubscriptionData>,
 }
 
 /// Which end of a timestamp range a search should land on.
@@ -253,6 +275,8 @@ pub enum ErrorKind {
     SubscriptionNotExist,
     SubscriptionNotLatest,
     SubscriptionGroupNotExist,
+    /// A SQL92 subscription from a heartbeat whose expression did not compile.
+    FilterDataNotExist,
     InvalidParameter,
     ConsumerNotOnline,
     FlowControl,
@@ -342,6 +366,8 @@ pub enum Reply {
     /// A store timestamp in ms.
     Timestamp(i64),
     ConsumerIds(Vec<String>),
+    /// The queues a LOCK_BATCH_MQ locked for the client.
+    LockedQueues(Vec<MessageQueue>),
     Route(TopicRouteData),
     ClusterInfo(ClusterInfo),
     TopicList(Vec<String>),

@@ -285,3 +285,17 @@ mod tests {
         assert_eq!(hb.producer_data_set[0].group_name, "p1");
     }
 }
+
+/// `LockBatchRequestBody` / `UnlockBatchRequestBody`: an orderly consumer taking (or giving back)
+/// the locks of queues of its group. `None` for a member the client left out (Java's `null`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LockBatchRequest {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consumer_group: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// Set between the members of a broker group in strict lock mode; Skiff has one member.
+    pub only_this_broker: bool,
+    pub mq_set: Vec<MessageQueue>,
+}

@@ -11,9 +11,9 @@ use skiff_model::command::{
     QueueRef, Reply, Request, SendRequest, SendResult, SendStatus, SubscriptionExpression,
 };
 use skiff_model::consumer::{
-    ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerData, HeartbeatData, MessageModel,
-    MessageQueue, OffsetWrapper, ProducerData, SubscriptionData, SubscriptionGroupConfig,
-    TopicOffset, TopicStatsTable,
+    ConsumeFromWhere, ConsumeStats, ConsumeType, ConsumerData, HeartbeatData, LockBatchRequest,
+    MessageModel, MessageQueue, OffsetWrapper, ProducerData, SubscriptionData,
+    SubscriptionGroupConfig, TopicOffset, TopicStatsTable,
 };
 use skiff_model::message::{Message, Properties};
 use skiff_model::record::RecordFields;
@@ -496,7 +496,26 @@ fn request() -> impl Strategy<Value = Request> {
             }
         }),
         text().prop_map(|group| Request::NotifyConsumerIdsChanged { group }),
+        lock_request().prop_map(Request::LockBatchMq),
+        lock_request().prop_map(Request::UnlockBatchMq),
     ]
+}
+
+fn lock_request() -> impl Strategy<Value = LockBatchRequest> {
+    (
+        option::of(text()),
+        option::of(text()),
+        any::<bool>(),
+        vec(message_queue(), 0..4),
+    )
+        .prop_map(
+            |(consumer_group, client_id, only_this_broker, mq_set)| LockBatchRequest {
+                consumer_group,
+                client_id,
+                only_this_broker,
+                mq_set,
+            },
+        )
 }
 
 fn error_kind() -> impl Strategy<Value = ErrorKind> {
@@ -703,6 +722,9 @@ fn reply_for_request() -> impl Strategy<Value = (Request, Reply)> {
             Request::GetConsumerListByGroup { group: "g".into() },
             Reply::ConsumerIds(ids)
         )),
+        (lock_request(), vec(message_queue(), 0..4))
+            .prop_map(|(lock, queues)| (Request::LockBatchMq(lock), Reply::LockedQueues(queues))),
+        lock_request().prop_map(|lock| (Request::UnlockBatchMq(lock), Reply::Success)),
         route().prop_map(|route| (
             Request::GetRouteInfo { topic: "T".into() },
             Reply::Route(route)

@@ -10,7 +10,7 @@ use libfuzzer_sys::fuzz_target;
 use skiff_protocol::remoting::{decode_request, encode_request, Body, RemotingCommand};
 
 const CODES: &[i32] = &[
-    10, 11, 14, 15, 17, 21, 28, 29, 30, 31, 32, 34, 35, 38, 40, 103, 104, 105, 106, 200, 202, 206,
+    10, 11, 14, 15, 17, 21, 28, 29, 30, 31, 32, 34, 35, 38, 40, 41, 42, 103, 104, 105, 106, 200, 202, 206,
     208, 215, 216, 310, 320, 361,
 ];
 

@@ -10,8 +10,10 @@
 //!   identifier keys, single-quoted strings, trailing commas) and yields a [`serde_json::Value`].
 //!   Bare integer keys become their decimal text (`"0"`, which serde reads into integer-keyed
 //!   maps); a bare object key becomes its compact JSON text (parse it again with [`parse`] or
-//!   [`from_str`]). [`from_str`]/[`from_slice`] go on to a typed value and treat `null` members as
-//!   absent, as fastjson does for fields with defaults.
+//!   [`from_str`]). [`from_str`]/[`from_slice`]/[`from_value`] go on to a typed value as leniently
+//!   as fastjson's bean deserializer: numbers written as strings (the Go client's `codeSet`),
+//!   booleans as strings or numbers, enums by ordinal, members matched ignoring case and `_`,
+//!   unknown members ignored and `null` members treated as absent.
 //! * Writing: [`to_string`], [`to_string_pretty`] and [`to_string_with`] serialize any
 //!   [`serde::Serialize`] value the way fastjson does: struct fields sorted by name, `null` fields
 //!   omitted, map keys that are not strings (integers, structs) written bare, and the pretty form
@@ -34,12 +36,13 @@
 //! );
 //! ```
 
+mod lenient;
 mod read;
 mod write;
 
 use std::collections::BTreeMap;
 
-pub use read::{from_slice, from_str, parse, parse_slice};
+pub use read::{from_slice, from_str, from_value, parse, parse_slice};
 pub use write::{to_string, to_string_pretty, to_string_with, Style};
 
 /// Why text could not be read or a value could not be written.

@@ -35,31 +35,20 @@ pub fn parse_slice(bytes: &[u8]) -> Result<Value, Error> {
     parse(text)
 }
 
-/// Parses fastjson-dialect text into `T`; `null` members count as absent.
+/// Parses fastjson-dialect text into `T` with fastjson's conversions (numbers as strings and the
+/// like, see `lenient.rs`); `null` members count as absent.
 pub fn from_str<T: DeserializeOwned>(text: &str) -> Result<T, Error> {
-    let mut value = parse(text)?;
-    strip_nulls(&mut value);
-    serde_json::from_value(value).map_err(|e| Error::Shape(e.to_string()))
+    from_value(parse(text)?)
 }
 
 /// [`from_str`] for UTF-8 bytes.
 pub fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
-    let mut value = parse_slice(bytes)?;
-    strip_nulls(&mut value);
-    serde_json::from_value(value).map_err(|e| Error::Shape(e.to_string()))
+    from_value(parse_slice(bytes)?)
 }
 
-/// Removes `null` object members so that serde falls back to field defaults, as fastjson leaves a
-/// Java field at its initial value when the JSON says `null`.
-fn strip_nulls(value: &mut Value) {
-    match value {
-        Value::Object(map) => {
-            map.retain(|_, v| !v.is_null());
-            map.values_mut().for_each(strip_nulls);
-        }
-        Value::Array(items) => items.iter_mut().for_each(strip_nulls),
-        _ => {}
-    }
+/// A parsed value into `T` with fastjson's conversions.
+pub fn from_value<T: DeserializeOwned>(value: Value) -> Result<T, Error> {
+    super::lenient::from_value(value).map_err(|e| Error::Shape(e.to_string()))
 }
 
 struct Parser<'a> {

@@ -109,6 +109,14 @@ pub(super) struct ConsumerList {
     pub consumer_id_list: Vec<String>,
 }
 
+/// `LockBatchResponseBody`.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub(super) struct LockBatchResponse {
+    #[serde(rename = "lockOKMQSet")]
+    pub lock_ok_mq_set: Vec<MessageQueue>,
+}
+
 /// `KVTable`.
 #[derive(Debug, Default, Serialize, Deserialize)]
 #[serde(default)]
@@ -175,7 +183,7 @@ fn queue_map<V: for<'de> Deserialize<'de>>(
         let queue: MessageQueue =
             fastjson::from_str(key).map_err(|e| format!("{field} key {key}: {e}"))?;
         let value =
-            serde_json::from_value(value.clone()).map_err(|e| format!("{field} value: {e}"))?;
+            fastjson::from_value(value.clone()).map_err(|e| format!("{field} value: {e}"))?;
         entries.push((queue, value));
     }
     // Java's HashMap order is meaningless; sort so that results are stable.

@@ -24,6 +24,9 @@ pub mod request {
     pub const GET_CONSUMER_LIST_BY_GROUP: i32 = 38;
     pub const CHECK_TRANSACTION_STATE: i32 = 39;
     pub const NOTIFY_CONSUMER_IDS_CHANGED: i32 = 40;
+    pub const LOCK_BATCH_MQ: i32 = 41;
+    pub const UNLOCK_BATCH_MQ: i32 = 42;
+    pub const CHECK_CLIENT_CONFIG: i32 = 46;
     pub const REGISTER_BROKER: i32 = 103;
     pub const UNREGISTER_BROKER: i32 = 104;
     pub const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
@@ -71,6 +74,7 @@ pub mod response {
     pub const SUBSCRIPTION_NOT_EXIST: i32 = 24;
     pub const SUBSCRIPTION_NOT_LATEST: i32 = 25;
     pub const SUBSCRIPTION_GROUP_NOT_EXIST: i32 = 26;
+    pub const FILTER_DATA_NOT_EXIST: i32 = 27;
     pub const INVALID_PARAMETER: i32 = 29;
     pub const CONSUMER_NOT_ONLINE: i32 = 206;
     pub const FLOW_CONTROL: i32 = 215;
@@ -80,7 +84,7 @@ pub mod response {
     pub const POLLING_TIMEOUT: i32 = 210;
 }
 
-const ERRORS: [(ErrorKind, i32); 20] = [
+const ERRORS: [(ErrorKind, i32); 21] = [
     (ErrorKind::SystemError, response::SYSTEM_ERROR),
     (ErrorKind::SystemBusy, response::SYSTEM_BUSY),
     (
@@ -111,6 +115,10 @@ const ERRORS: [(ErrorKind, i32); 20] = [
     (
         ErrorKind::SubscriptionGroupNotExist,
         response::SUBSCRIPTION_GROUP_NOT_EXIST,
+    ),
+    (
+        ErrorKind::FilterDataNotExist,
+        response::FILTER_DATA_NOT_EXIST,
     ),
     (ErrorKind::InvalidParameter, response::INVALID_PARAMETER),
     (ErrorKind::ConsumerNotOnline, response::CONSUMER_NOT_ONLINE),

@@ -6,7 +6,7 @@ use skiff_model::command::{
 };
 use skiff_model::route::{ClusterInfo, RegistrationResult, TopicRouteData};
 
-use super::body::{self, ConsumerList, KvTable, TopicConfigWrapper, TopicList};
+use super::body::{self, ConsumerList, KvTable, LockBatchResponse, TopicConfigWrapper, TopicList};
 use super::codes::{error_code, error_kind, response as rc};
 use super::command::{Body, LanguageCode, RemotingCommand};
 use super::SKIFF_VERSION;
@@ -72,6 +72,11 @@ pub fn encode_reply(request: &RemotingCommand, reply: Reply) -> RemotingCommand 
             cmd.set_ext("minOffset", pulled.min_offset);
             cmd.set_ext("maxOffset", pulled.max_offset);
             cmd.body = Body::Chunks(pulled.messages);
+        }
+        Reply::LockedQueues(queues) => {
+            cmd.body = json_body(&LockBatchResponse {
+                lock_ok_mq_set: queues,
+            });
         }
         Reply::Offset(offset) => cmd.set_ext("offset", offset),
         Reply::Timestamp(timestamp) => cmd.set_ext("timestamp", timestamp),
@@ -187,6 +192,9 @@ pub fn decode_reply(
         Request::GetConsumerListByGroup { .. } => {
             Reply::ConsumerIds(parse_body::<ConsumerList>(response)?.consumer_id_list)
         }
+        Request::LockBatchMq(_) => {
+            Reply::LockedQueues(parse_body::<LockBatchResponse>(response)?.lock_ok_mq_set)
+        }
         Request::GetRouteInfo { .. } => Reply::Route(parse_body::<TopicRouteData>(response)?),
         Request::GetBrokerClusterInfo => Reply::ClusterInfo(parse_body::<ClusterInfo>(response)?),
         Request::GetAllTopicList => Reply::TopicList(parse_body::<TopicList>(response)?.topic_list),
@@ -221,6 +229,8 @@ pub fn decode_reply(
         | Request::Heartbeat(_)
         | Request::ConsumerSendMsgBack(_)
         | Request::UnregisterClient { .. }
+        | Request::UnlockBatchMq(_)
+        | Request::CheckClientConfig(_)
         | Request::CreateTopic(_)
         | Request::DeleteTopicInBroker { .. }
         | Request::CreateSubscriptionGroup(_)

@@ -158,6 +158,9 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
                 message: cmd.body.to_bytes(),
             })
         }
+        code::CHECK_CLIENT_CONFIG => Request::CheckClientConfig(json_body(cmd)?),
+        code::LOCK_BATCH_MQ => Request::LockBatchMq(json_body(cmd)?),
+        code::UNLOCK_BATCH_MQ => Request::UnlockBatchMq(json_body(cmd)?),
         code::UPDATE_AND_CREATE_TOPIC => Request::CreateTopic(decode_create_topic(&f)?),
         code::DELETE_TOPIC_IN_BROKER => Request::DeleteTopicInBroker {
             topic: f.string("topic")?,
@@ -501,6 +504,12 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
         Request::Heartbeat(heartbeat) => {
             cmd.body = Body::from(body::to_json(heartbeat).into_bytes())
         }
+        Request::CheckClientConfig(check) => {
+            cmd.body = Body::from(body::to_json(check).into_bytes())
+        }
+        Request::LockBatchMq(lock) | Request::UnlockBatchMq(lock) => {
+            cmd.body = Body::from(body::to_json(lock).into_bytes())
+        }
         Request::UnregisterClient {
             client_id,
             producer_group,
@@ -666,6 +675,9 @@ pub fn request_code(request: &Request) -> i32 {
         Request::Heartbeat(_) => code::HEART_BEAT,
         Request::UnregisterClient { .. } => code::UNREGISTER_CLIENT,
         Request::GetConsumerListByGroup { .. } => code::GET_CONSUMER_LIST_BY_GROUP,
+        Request::CheckClientConfig(_) => code::CHECK_CLIENT_CONFIG,
+        Request::LockBatchMq(_) => code::LOCK_BATCH_MQ,
+        Request::UnlockBatchMq(_) => code::UNLOCK_BATCH_MQ,
         Request::CreateTopic(_) => code::UPDATE_AND_CREATE_TOPIC,
         Request::DeleteTopicInBroker { .. } => code::DELETE_TOPIC_IN_BROKER,
         Request::GetAllTopicConfig => code::GET_ALL_TOPIC_CONFIG,
@@ -937,6 +949,86 @@ mod tests {
             .unwrap_err()
             .message
             .contains("compressed"));
+    }
+
+    /// A heartbeat body as rocketmq-client-go/v2 2.1.2 writes it (`jsoniter` over `utils.Set`:
+    /// the tag codes as strings, no `heartbeatFingerprint`).
+    const GO_HEARTBEAT: &str = r#"{"clientID":"10.0.0.7@4242#1700000000","producerDataSet":[{"groupName":"pg"}],"consumerDataSet":[{"groupName":"cg","consumeType":"CONSUME_PASSIVELY","messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_FIRST_OFFSET","subscriptionDataSet":[{"classFilterMode":false,"topic":"T","subString":"TagA || TagC","tagsSet":["TagA","TagC"],"codeSet":["2598919","2598921"],"subVersion":1700000000123456789,"expressionType":"TAG"}],"unitMode":false}]}"#;
+
+    /// The same as rocketmq-client-cpp writes it (`jsoncpp`: enums as ordinals, `subVersion` as
+    /// a string, no `expressionType`).
+    const CPP_HEARTBEAT: &str = "{\"clientID\":\"10.0.0.7@4242\",\"consumerDataSet\":[{\"consumeFromWhere\":4,\"consumeType\":1,\"groupName\":\"cg\",\"messageModel\":1,\"subscriptionDataSet\":[{\"codeSet\":[2598919,2598921],\"subString\":\"TagA || TagC\",\"subVersion\":\"1700000000123\",\"tagsSet\":[\"TagA\",\"TagC\"],\"topic\":\"T\"}]}],\"producerDataSet\":[{\"groupName\":\"pg\"}]}\n";
+
+    fn heartbeat_of(body: &str) -> HeartbeatData {
+        let mut c = cmd(code::HEART_BEAT, &[]);
+        c.body = Body::from(body.as_bytes().to_vec());
+        match decode_request(&c).unwrap() {
+            Request::Heartbeat(heartbeat) => heartbeat,
+            other => panic!("not a heartbeat: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn go_and_cpp_heartbeats_read_as_javas() {
+        use skiff_model::consumer::{ConsumeFromWhere, ConsumeType, MessageModel};
+        for (body, version) in [
+            (GO_HEARTBEAT, 1_700_000_000_123_456_789),
+            (CPP_HEARTBEAT, 1_700_000_000_123),
+        ] {
+            let heartbeat = heartbeat_of(body);
+            assert_eq!(heartbeat.producer_data_set[0].group_name, "pg");
+            let consumer = &heartbeat.consumer_data_set[0];
+            assert_eq!(consumer.group_name, "cg");
+            assert_eq!(consumer.consume_type, ConsumeType::ConsumePassively);
+            assert_eq!(consumer.message_model, MessageModel::Clustering);
+            assert_eq!(
+                consumer.consume_from_where,
+                ConsumeFromWhere::ConsumeFromFirstOffset
+            );
+            let sub = &consumer.subscription_data_set[0];
+            assert_eq!(
+                sub.code_set.iter().copied().collect::<Vec<_>>(),
+                [2598919, 2598921]
+            );
+            assert_eq!(sub.expression_type, "TAG");
+            assert_eq!(sub.sub_version, version);
+            assert!(sub.matches_tags_code(2598921) && !sub.matches_tags_code(1));
+        }
+    }
+
+    #[test]
+    fn lock_bodies_of_java_go_and_cpp_decode_and_the_reply_is_javas() {
+        let java = r#"{"clientId":"c1","consumerGroup":"g","mqSet":[{"brokerName":"b","queueId":0,"topic":"T"}],"onlyThisBroker":false}"#;
+        let go = r#"{"consumerGroup":"g","clientId":"c1","mqSet":[{"topic":"T","brokerName":"b","queueId":0}]}"#;
+        let cpp = "{\"clientId\":\"c1\",\"consumerGroup\":\"g\",\"mqSet\":[{\"brokerName\":\"b\",\"queueId\":\"0\",\"topic\":\"T\"}]}\n";
+        let queue = skiff_model::consumer::MessageQueue {
+            topic: "T".into(),
+            broker_name: "b".into(),
+            queue_id: 0,
+        };
+        for (code, body) in [(41, java), (41, go), (42, cpp)] {
+            let mut c = cmd(code, &[]);
+            c.body = Body::from(body.as_bytes().to_vec());
+            let (Request::LockBatchMq(lock) | Request::UnlockBatchMq(lock)) =
+                decode_request(&c).unwrap()
+            else {
+                panic!("not a lock request")
+            };
+            assert_eq!(lock.consumer_group.as_deref(), Some("g"));
+            assert_eq!(lock.client_id.as_deref(), Some("c1"));
+            assert_eq!(lock.mq_set, std::slice::from_ref(&queue));
+        }
+        let mut c = cmd(41, &[]);
+        c.body = Body::from(b"{not json".to_vec());
+        assert_eq!(decode_request(&c).unwrap_err().kind, ErrorKind::SystemError);
+        let reply = crate::remoting::encode_reply(
+            &cmd(41, &[]),
+            skiff_model::command::Reply::LockedQueues(vec![queue]),
+        );
+        assert_eq!(
+            reply.body.to_bytes().as_ref(),
+            br#"{"lockOKMQSet":[{"brokerName":"b","queueId":0,"topic":"T"}]}"#
+        );
     }
 
     #[test]

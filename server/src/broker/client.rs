@@ -69,6 +69,16 @@ pub(super) fn unregister(
             info!(group, client = client_id, "consumer left");
             notify_consumer_ids_changed(state, group);
         }
+        // The client is leaving the group for good: its queue locks need not wait to expire.
+        let released = state.locks.unlock_all_of(group, client_id);
+        if released > 0 {
+            info!(
+                group,
+                client = client_id,
+                released,
+                "queue locks released on unregister"
+            );
+        }
     }
     Reply::Success
 }
@@ -103,6 +113,7 @@ pub(super) async fn expire_silent_clients(state: Arc<BrokerState>, shutdown: Can
             _ = shutdown.cancelled() => return,
             _ = ticker.tick() => {
                 state.producers.scan_expired(timeout);
+                state.locks.purge_expired(super::now_millis());
                 for group in state.consumers.scan_expired(timeout) {
                     info!(group, "removed consumers that stopped heartbeating");
                     notify_consumer_ids_changed(&state, &group);

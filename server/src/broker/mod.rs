@@ -16,8 +16,10 @@ mod offsets;
 mod persist;
 mod pop;
 mod producers;
+mod property_filter;
 mod pull;
 mod queries;
+mod rebalance_lock;
 mod registration;
 mod schedule;
 mod send;
@@ -47,6 +49,7 @@ use groups::SubscriptionGroupManager;
 use long_polling::PullHoldService;
 use offsets::ConsumerOffsetManager;
 use producers::ProducerManager;
+use rebalance_lock::RebalanceLockManager;
 use registration::NameServerLink;
 use schedule::ScheduleService;
 use stats::BrokerStats;
@@ -65,6 +68,10 @@ pub(crate) struct BrokerState {
     offsets: ConsumerOffsetManager,
     consumers: ConsumerManager,
     producers: ProducerManager,
+    /// Queue locks of orderly consumers.
+    locks: RebalanceLockManager,
+    /// Compiled SQL92 subscriptions.
+    selectors: property_filter::SelectorCache,
     pull_holds: PullHoldService,
     stats: BrokerStats,
     name_servers: NameServerLink,
@@ -94,6 +101,13 @@ impl Service for BrokerState {
                 Handled::Now(client::consumer_list(&self, &group))
             }
             Request::EndTransaction(end) => transaction::end_transaction(&self, end),
+            Request::CheckClientConfig(check) => {
+                Handled::Now(property_filter::check_client_config(&self, &check))
+            }
+            Request::LockBatchMq(lock) => Handled::Now(rebalance_lock::lock_batch(&self, &lock)),
+            Request::UnlockBatchMq(lock) => {
+                Handled::Now(rebalance_lock::unlock_batch(&self, &lock))
+            }
             Request::QueryConsumerOffset { group, queue } => {
                 Handled::Now(queries::query_consumer_offset(&self, &group, &queue))
             }
@@ -203,6 +217,9 @@ pub fn request_name(request: &Request) -> &'static str {
         Request::Heartbeat(_) => "HEART_BEAT",
         Request::UnregisterClient { .. } => "UNREGISTER_CLIENT",
         Request::GetConsumerListByGroup { .. } => "GET_CONSUMER_LIST_BY_GROUP",
+        Request::CheckClientConfig(_) => "CHECK_CLIENT_CONFIG",
+        Request::LockBatchMq(_) => "LOCK_BATCH_MQ",
+        Request::UnlockBatchMq(_) => "UNLOCK_BATCH_MQ",
         Request::CreateTopic(_) => "UPDATE_AND_CREATE_TOPIC",
         Request::DeleteTopicInBroker { .. } => "DELETE_TOPIC_IN_BROKER",
         Request::GetAllTopicConfig => "GET_ALL_TOPIC_CONFIG",
@@ -333,6 +350,8 @@ impl Broker {
             offsets: ConsumerOffsetManager::load(&config),
             consumers: ConsumerManager::default(),
             producers: ProducerManager::default(),
+            locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time),
+            selectors: property_filter::SelectorCache::default(),
             pull_holds: PullHoldService::default(),
             stats: BrokerStats::new(now_millis()),
             name_servers: NameServerLink::new(&config),

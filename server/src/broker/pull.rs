@@ -1,18 +1,23 @@
 //! PULL_MESSAGE and LITE_PULL_MESSAGE (`PullMessageProcessor`).
 //!
 //! A pull is checked (group, topic, queue, subscription), its piggybacked commit offset is
-//! recorded, and the queue is read with the subscription's tag filter. When nothing is there and
+//! recorded, and the queue is read with the subscription's tag filter, then its SQL92 expression
+//! over each record's properties (see `property_filter`). When nothing is there and
 //! the client allows it, the pull is held (long polling) until a message arrives on the queue or
 //! the suspend timeout passes, and then read once more.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
+
 use skiff_model::command::{ErrorKind, PullRequest, PullResult, PullStatus, Reply};
-use skiff_model::consumer::{SubscriptionData, EXPRESSION_TYPE_TAG};
+use skiff_model::consumer::SubscriptionData;
+use skiff_model::filter::Selector;
 use skiff_model::route::{perm, MASTER_ID};
 use skiff_store::GetMessageStatus;
 
+use super::property_filter::{self, is_tag_type};
 use super::BrokerState;
 use crate::net::{Handled, RequestContext};
 
@@ -21,14 +26,17 @@ use crate::net::{Handled, RequestContext};
 const MAX_TRANSFER_BYTES: usize = 256 * 1024;
 /// Most messages one pull returns (`maxTransferCountOnMessageInMemory`).
 const MAX_TRANSFER_COUNT: i32 = 32;
+/// Most queue reads one SQL92-filtered pull makes (up to 32 entries each, so 2,048 entries; Java
+/// scans up to `maxFilterMessageCount`, 16,000).
+const MAX_FILTER_ROUNDS: usize = 64;
 
 pub(super) fn handle(
     state: &Arc<BrokerState>,
     _ctx: &RequestContext,
     request: PullRequest,
 ) -> Handled {
-    let subscription = match check(state, &request) {
-        Ok(subscription) => subscription,
+    let filter = match check(state, &request) {
+        Ok(filter) => filter,
         Err(reply) => return Handled::Now(reply),
     };
     if let Some(offset) = request.commit_offset {
@@ -39,7 +47,7 @@ pub(super) fn handle(
             offset,
         );
     }
-    let result = read(state, &request, &subscription);
+    let result = read(state, &request, &filter);
     let Some(timeout) = hold_time(state, &request, &result) else {
         return Handled::Now(Reply::Pulled(result));
     };
@@ -59,7 +67,7 @@ pub(super) fn handle(
             // Any outcome (arrival, shutdown, timeout) means: read again and answer.
             let _ = tokio::time::timeout(timeout, wakeup).await;
         }
-        Reply::Pulled(read(&state, &request, &subscription))
+        Reply::Pulled(read(&state, &request, &filter))
     }))
 }
 
@@ -78,9 +86,15 @@ fn hold_time(state: &BrokerState, request: &PullRequest, result: &PullResult) ->
     Some(Duration::from_millis(millis))
 }
 
-/// The checks of `PullMessageProcessor.processRequest`, in its order; the subscription to filter
-/// with on success.
-fn check(state: &BrokerState, request: &PullRequest) -> Result<SubscriptionData, Reply> {
+/// What a pull filters with: the subscription's tag codes, and its compiled SQL92 expression.
+struct Filter {
+    subscription: SubscriptionData,
+    selector: Option<Arc<Selector>>,
+}
+
+/// The checks of `PullMessageProcessor.processRequest`, in its order; what to filter with on
+/// success.
+fn check(state: &BrokerState, request: &PullRequest) -> Result<Filter, Reply> {
     let topic_name = &request.queue.topic;
     if !perm::is_readable(state.config.broker_permission) {
         return Err(Reply::error(
@@ -132,13 +146,29 @@ fn check(state: &BrokerState, request: &PullRequest) -> Result<SubscriptionData,
         ));
     }
 
+    let mut selector = None;
     let subscription = match &request.subscription {
-        Some(inline) => SubscriptionData::from_expression(
-            topic_name,
-            &inline.expression_type,
-            &inline.expression,
-            inline.version,
-        ),
+        Some(inline) => {
+            let subscription = SubscriptionData::from_expression(
+                topic_name,
+                &inline.expression_type,
+                &inline.expression,
+                inline.version,
+            );
+            if !is_tag_type(&subscription.expression_type) {
+                let compiled = (!subscription.sub_string.is_empty())
+                    .then(|| state.selectors.compile(&subscription.sub_string).ok())
+                    .flatten();
+                let Some(compiled) = compiled else {
+                    return Err(Reply::error(
+                        ErrorKind::SubscriptionParseFailed,
+                        "parse the consumer's subscription failed",
+                    ));
+                };
+                selector = Some(compiled);
+            }
+            subscription
+        }
         None => {
             if state
                 .consumers
@@ -165,36 +195,94 @@ fn check(state: &BrokerState, request: &PullRequest) -> Result<SubscriptionData,
                     "the consumer's subscription not latest",
                 ));
             }
+            if !is_tag_type(&subscription.expression_type) {
+                match state.selectors.compile(&subscription.sub_string) {
+                    Ok(compiled) => selector = Some(compiled),
+                    Err(_) => {
+                        return Err(Reply::error(
+                            ErrorKind::FilterDataNotExist,
+                            "The broker's consumer filter data is not exist!Your expression may be wrong!",
+                        ))
+                    }
+                }
+            }
             subscription
         }
     };
-    if subscription.expression_type != EXPRESSION_TYPE_TAG {
-        return Err(Reply::error(
-            ErrorKind::SystemError,
-            format!(
-                "The broker does not support consumer to filter message by {}",
-                subscription.expression_type
-            ),
+    if !is_tag_type(&subscription.expression_type) && !state.config.enable_property_filter {
+        return Err(property_filter::not_supported(
+            &subscription.expression_type,
         ));
     }
-    Ok(subscription)
+    Ok(Filter {
+        subscription,
+        selector,
+    })
 }
 
 /// Reads the queue and turns the store's answer into a pull result (`composeResponseHeader`).
-fn read(state: &BrokerState, request: &PullRequest, subscription: &SubscriptionData) -> PullResult {
+fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResult {
     let max_count = request.max_msg_nums.clamp(1, MAX_TRANSFER_COUNT);
     let max_bytes = request
         .max_msg_bytes
         .filter(|b| *b > 0)
         .map_or(MAX_TRANSFER_BYTES, |b| (b as usize).min(MAX_TRANSFER_BYTES));
-    let found = state.store.get_messages(
-        &request.queue.topic,
-        request.queue.queue_id,
-        request.queue_offset,
-        max_count,
-        max_bytes,
-        &|tags_code| subscription.matches_tags_code(tags_code),
-    );
+    let get = |offset: i64, count: i32, bytes: usize| {
+        state.store.get_messages(
+            &request.queue.topic,
+            request.queue.queue_id,
+            offset,
+            count,
+            bytes,
+            &|tags_code| filter.subscription.matches_tags_code(tags_code),
+        )
+    };
+    let mut found = get(request.queue_offset, max_count, max_bytes);
+    if let Some(selector) = &filter.selector {
+        // Like Java's getMessage, keep scanning the queue (up to MAX_FILTER_ROUNDS reads) until
+        // the pull has max_count matching messages, so that a selective filter does not cost a
+        // round trip per 32 entries.
+        property_filter::retain_matching(selector, &mut found.messages);
+        let mut rounds = 1;
+        while rounds < MAX_FILTER_ROUNDS
+            && matches!(
+                found.status,
+                GetMessageStatus::Found | GetMessageStatus::NoMatchedMessage
+            )
+            && found.messages.len() < max_count as usize
+            && found.next_begin_offset < found.max_offset
+        {
+            let used: usize = found.messages.iter().map(Bytes::len).sum();
+            if used >= max_bytes {
+                break;
+            }
+            let mut more = get(
+                found.next_begin_offset,
+                max_count - found.messages.len() as i32,
+                max_bytes - used,
+            );
+            if !matches!(
+                more.status,
+                GetMessageStatus::Found | GetMessageStatus::NoMatchedMessage
+            ) {
+                break;
+            }
+            property_filter::retain_matching(selector, &mut more.messages);
+            found.messages.append(&mut more.messages);
+            found.next_begin_offset = more.next_begin_offset;
+            found.max_offset = more.max_offset;
+            rounds += 1;
+        }
+        found.status = if found.messages.is_empty() {
+            if found.status == GetMessageStatus::Found {
+                GetMessageStatus::NoMatchedMessage
+            } else {
+                found.status
+            }
+        } else {
+            GetMessageStatus::Found
+        };
+    }
     let status = match found.status {
         GetMessageStatus::Found => PullStatus::Found,
         GetMessageStatus::MessageWasRemoving | GetMessageStatus::NoMatchedMessage => {

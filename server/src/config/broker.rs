@@ -138,6 +138,11 @@ pub struct BrokerConfig {
     pub revive_interval: u64,
     /// Percent of pops that read the POP retry topic before the topic itself.
     pub pop_from_retry_probability: u32,
+    /// Milliseconds an orderly consumer's queue lock lives after its last renewal (Java's system
+    /// property `rocketmq.broker.rebalance.lockMaxLiveTime`).
+    pub rebalance_lock_max_live_time: u64,
+    /// Whether SQL92 subscriptions are served (Java's `enablePropertyFilter`, off by default).
+    pub enable_property_filter: bool,
 }
 
 impl Default for BrokerConfig {
@@ -216,6 +221,8 @@ impl Default for BrokerConfig {
             revive_queue_num: 8,
             revive_interval: 1000,
             pop_from_retry_probability: 20,
+            rebalance_lock_max_live_time: 60_000,
+            enable_property_filter: false,
         }
     }
 }
@@ -294,6 +301,8 @@ settings!(BrokerConfig {
     "reviveQueueNum" => revive_queue_num vet positive,
     "reviveInterval" => revive_interval vet positive,
     "popFromRetryProbability" => pop_from_retry_probability vet percent,
+    "rebalanceLockMaxLiveTime" => rebalance_lock_max_live_time vet positive,
+    "enablePropertyFilter" => enable_property_filter,
 });
 
 impl BrokerConfig {

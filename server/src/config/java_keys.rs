@@ -207,7 +207,6 @@ pub(crate) const JAVA_KEYS: &[&str] = &[
     "enablePopLog",
     "enablePopMessageThreshold",
     "enablePopMetrics",
-    "enablePropertyFilter",
     "enableReconnectForGoAway",
     "enableRegisterProducer",
     "enableRemoteEscape",

@@ -26,6 +26,15 @@ public final class Main {
                 case "tag-filter":
                     TagFilter.run(a);
                     break;
+                case "orderly":
+                    Orderly.run(a);
+                    break;
+                case "sql92":
+                    Sql92.run(a);
+                    break;
+                case "sql92-disabled":
+                    Sql92.runDisabled(a);
+                    break;
                 case "lite-pull-seek":
                     LitePullSeek.run(a);
                     break;
