@@ -8,8 +8,7 @@
 //! - `retry_then_dead_letters`: RECONSUME_LATER comes back through %RETRY% (reconsume times 0, 1,
 //!   2, same msgId and properties), then the message is in %DLQ%group.
 //! - `orderly_suspend_then_dead_letters`: an orderly consumer past its maxReconsumeTimes sends the
-//!   message to the DLQ. It needs queue locks (LOCK_BATCH_MQ); a target without them is reported
-//!   and skipped.
+//!   message to the DLQ (the broker sends a locked group's messages there at once, as Java).
 //! - `pending_delays_survive_restart_and_kill9`: delayed messages pending at a SIGTERM or a kill -9
 //!   are all delivered afterwards (at least once), none early.
 //! - `send_back_bad_input`: CONSUMER_SEND_MSG_BACK with an offset that holds no message, an illegal
@@ -30,11 +29,9 @@ use skiff_compat_tests::target::{FlushDisk, Options, Stop, Target};
 const LEVELS: &str = "1s 2s 3s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s";
 
 const CONSUMER_SEND_MSG_BACK: i32 = 36;
-const LOCK_BATCH_MQ: i32 = 41;
 const GET_MAX_OFFSET: i32 = 30;
 const SUCCESS: i64 = 0;
 const SYSTEM_ERROR: i64 = 1;
-const REQUEST_CODE_NOT_SUPPORTED: i64 = 3;
 const SUBSCRIPTION_GROUP_NOT_EXIST: i64 = 26;
 const WAIT: Duration = Duration::from_secs(10);
 
@@ -116,21 +113,7 @@ fn retry_then_dead_letters() {
 
 #[test]
 fn orderly_suspend_then_dead_letters() {
-    let target = target();
-    // The orderly consumer consumes only queues it locked; without LOCK_BATCH_MQ it never starts.
-    let mut conn = Conn::connect(&target.broker(), WAIT).expect("connect");
-    let body = br#"{"consumerGroup":"compat_probe","clientId":"probe","mqSet":[]}"#;
-    let lock = conn
-        .call(LOCK_BATCH_MQ, 1, &[], body, WAIT)
-        .expect("LOCK_BATCH_MQ");
-    if lock.code() == REQUEST_CODE_NOT_SUPPORTED {
-        println!(
-            "SKIPPED: the target does not serve LOCK_BATCH_MQ ({}), which orderly consumers need",
-            lock.remark()
-        );
-        return;
-    }
-    run_scenario(target, "orderly-dlq");
+    run_scenario(target(), "orderly-dlq");
 }
 
 /// Delayed messages pending at a stop are delivered after the restart, for a graceful stop and for
@@ -349,7 +332,7 @@ fn java_store_hands_pending_delays_to_skiff() {
     let levels = "1s 20s";
     let opts = Options {
         kind: skiff_compat_tests::settings::TargetKind::Apache,
-        extra_settings: vec![
+        broker_settings: vec![
             ("messageDelayLevel", levels.into()),
             ("flushDelayOffsetInterval", "1000".into()),
         ],

@@ -2,10 +2,8 @@
 //! target, one scenario of `compat-tests/go/` per test (distinct topics and groups per run). See
 //! compat-tests/README.md.
 //!
-//! The ignored tests pass against Apache RocketMQ 5.3.3
-//! (`SKIFF_COMPAT_TARGET=apache cargo test -p skiff-compat-tests --test go_client -- --include-ignored`)
-//! and wait for the feature named in their marker; the README's findings say how each fails on
-//! Skiff today.
+//! Every scenario passes against Apache RocketMQ 5.3.3 first
+//! (`SKIFF_COMPAT_TARGET=apache cargo test -p skiff-compat-tests --test go_client`).
 
 use skiff_compat_tests::suite::{run_go_client, shared_target};
 
@@ -25,35 +23,30 @@ fn clustering() {
 
 /// A `TagA || TagC` push consumer (the Go heartbeat sends the codeSet as strings).
 #[test]
-#[ignore = "needs heartbeat codeSet as strings (branch orderly-sql)"]
 fn tag_filter() {
     run_go_client(shared_target(), "tag-filter");
 }
 
 /// Hash queue selector + orderly push consumer (LOCK_BATCH_MQ): per-key order.
 #[test]
-#[ignore = "needs LOCK_BATCH_MQ / UNLOCK_BATCH_MQ (branch orderly-sql)"]
 fn orderly() {
     run_go_client(shared_target(), "orderly");
 }
 
 /// DelayTimeLevel 2 and 3: delivered no earlier than the delay, and not much later.
 #[test]
-#[ignore = "needs delay levels (branch delay-retry)"]
 fn delay() {
     run_go_client(shared_target(), "delay");
 }
 
 /// Transactional sends: commit, rollback, and unknown then committed by the check-back.
 #[test]
-#[ignore = "needs transactions (branch transactions)"]
 fn transaction() {
     run_go_client(shared_target(), "transaction");
 }
 
 /// ConsumeRetryLater twice: the message comes back with reconsume times 1, then 2.
 #[test]
-#[ignore = "needs CONSUMER_SEND_MSG_BACK (branch delay-retry)"]
 fn retry() {
     run_go_client(shared_target(), "retry");
 }

@@ -79,6 +79,37 @@ pub(crate) struct BrokerState {
     pop: pop::PopService,
 }
 
+impl BrokerState {
+    /// The broker's managers, loaded from the `config/` files of `config`'s data directory,
+    /// around an opened store and its schedule service.
+    fn new(
+        config: BrokerConfig,
+        broker_addr: String,
+        store_host: SocketAddr,
+        store: Arc<MessageStore>,
+        schedule: ScheduleService,
+    ) -> BrokerState {
+        BrokerState {
+            topics: TopicConfigManager::load(&config),
+            groups: SubscriptionGroupManager::load(&config),
+            offsets: ConsumerOffsetManager::load(&config),
+            consumers: ConsumerManager::default(),
+            producers: ProducerManager::default(),
+            locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time),
+            selectors: property_filter::SelectorCache::default(),
+            pull_holds: PullHoldService::default(),
+            stats: BrokerStats::new(now_millis()),
+            name_servers: NameServerLink::new(&config),
+            pop: pop::PopService::new(&config),
+            broker_addr,
+            store_host,
+            store,
+            schedule,
+            config,
+        }
+    }
+}
+
 impl Service for BrokerState {
     fn handle(self: Arc<Self>, ctx: &RequestContext, request: Request) -> Handled {
         match request {
@@ -344,24 +375,13 @@ impl Broker {
             tokio::task::spawn_blocking(move || ScheduleService::start(&config, store)).await??
         };
 
-        let state = Arc::new(BrokerState {
-            topics: TopicConfigManager::load(&config),
-            groups: SubscriptionGroupManager::load(&config),
-            offsets: ConsumerOffsetManager::load(&config),
-            consumers: ConsumerManager::default(),
-            producers: ProducerManager::default(),
-            locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time),
-            selectors: property_filter::SelectorCache::default(),
-            pull_holds: PullHoldService::default(),
-            stats: BrokerStats::new(now_millis()),
-            name_servers: NameServerLink::new(&config),
-            pop: pop::PopService::new(&config),
-            broker_addr: broker_addr.clone(),
-            store_host,
-            store: store.clone(),
-            schedule,
+        let state = Arc::new(BrokerState::new(
             config,
-        });
+            broker_addr.clone(),
+            store_host,
+            store.clone(),
+            schedule,
+        ));
         state.topics.request_persist();
         {
             // The revive log is replayed before anyone can pop or ack.

@@ -171,7 +171,6 @@ impl RebalanceLockManager {
 
     /// Whether no lock of `group` is live (`isLockAllExpired`): Java sends an orderly group's
     /// failed messages straight to its DLQ while the group holds live locks.
-    #[allow(dead_code)] // for CONSUMER_SEND_MSG_BACK, which another branch brings
     pub(crate) fn is_lock_all_expired(&self, group: &str, now: i64) -> bool {
         self.groups
             .lock()

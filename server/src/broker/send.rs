@@ -176,7 +176,9 @@ fn prepare(
     let mut messages = request.messages;
 
     // A consumer (or the client's fallback) sending a failed message back to %RETRY%group:
-    // past the retry limit it goes to the group's dead-letter topic instead.
+    // past the retry limit it goes to the group's dead-letter topic instead, and so does every
+    // message of a group that holds live queue locks (an orderly group), as Java's
+    // `handleRetryAndDLQ`: the orderly client sends back only what it has given up on.
     if topic::is_retry_topic(&topic_name) {
         let group = &topic_name[topic::RETRY_GROUP_TOPIC_PREFIX.len()..];
         let Some(group_config) = state.groups.find_or_create(group) else {
@@ -191,7 +193,10 @@ fn prepare(
         let max_reconsume_times = request
             .max_reconsume_times
             .unwrap_or(group_config.retry_max_times);
-        if retry::retry_send_goes_to_dead_letters(request.reconsume_times, max_reconsume_times) {
+        let orderly = !state.locks.is_lock_all_expired(group, now_millis());
+        if orderly
+            || retry::retry_send_goes_to_dead_letters(request.reconsume_times, max_reconsume_times)
+        {
             topic_name = topic::dlq_topic(group);
             queue_id = random_queue(DLQ_NUMS_PER_GROUP);
             topic_config = state.topics.create_if_absent(

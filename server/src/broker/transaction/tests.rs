@@ -15,10 +15,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::service::check_round;
-use crate::broker::{
-    store_config, BrokerState, BrokerStats, ConsumerManager, ConsumerOffsetManager, NameServerLink,
-    ProducerManager, PullHoldService, SubscriptionGroupManager, TopicConfigManager,
-};
+use crate::broker::{store_config, BrokerState, ScheduleService};
 use crate::config::BrokerConfig;
 use crate::net::{ClientChannel, Handled, RequestContext, Service};
 
@@ -44,19 +41,16 @@ fn fixture(tune: impl FnOnce(&mut BrokerConfig)) -> Fixture {
     let store =
         skiff_store::MessageStore::open(store_config(&config, broker_addr.parse().unwrap()))
             .unwrap();
-    let state = Arc::new(BrokerState {
-        topics: TopicConfigManager::load(&config),
-        groups: SubscriptionGroupManager::load(&config),
-        offsets: ConsumerOffsetManager::load(&config),
-        consumers: ConsumerManager::default(),
-        producers: ProducerManager::default(),
-        pull_holds: PullHoldService::default(),
-        stats: BrokerStats::new(0),
-        name_servers: NameServerLink::new(&config),
-        broker_addr,
-        store: Arc::new(store),
+    let store = Arc::new(store);
+    let schedule = ScheduleService::start(&config, store.clone()).unwrap();
+    let store_host = broker_addr.parse().unwrap();
+    let state = Arc::new(BrokerState::new(
         config,
-    });
+        broker_addr,
+        store_host,
+        store,
+        schedule,
+    ));
     state.topics.create_if_absent(TOPIC, 4, 6);
     let (channel, _rx) = ClientChannel::detached("127.0.0.1:5555".parse().unwrap());
     Fixture {
