@@ -10,7 +10,7 @@
 # cargo-fuzz is installed from crates.io when missing.
 #
 # Seeds come from the repository (golden frames written by the Java classes, CommitLog records
-# written by Java, config snippets); the growing corpus lives in target/fuzz/corpus/<target>.
+# written by Java, config snippets, SQL92 selectors); the growing corpus lives in target/fuzz/corpus/<target>.
 # A crash fails the run: its input is saved in target/fuzz/crashes/<target>/ and printed here in
 # base64, so it can be replayed from a CI log with
 #   base64 -d > crash.bin && cargo fuzz run --sanitizer none -O -a <target> crash.bin   (in protocol/fuzz)
@@ -50,6 +50,15 @@ seeds() {
         printf '\0brokerName=broker-a\nlistenPort=10911\nflushDiskType=SYNC_FLUSH\n' >"$dir/conf"
         printf '\1brokerName = "broker-a"\nlistenPort = 10911\nmaxMessageSize = 4194304\n' >"$dir/toml"
         printf '\0messageDelayLevel=1s 5s 10s\\\n  30s\nbrokerIP1 = 127.0.0.1\n' >"$dir/continued"
+        ;;
+    sql92_filter)
+        # [length of the expression] expression, then the value given to a, b and TAGS.
+        sql() { printf "\\$(printf '%03o' "${#1}")%s%s" "$1" "$2" >"$dir/$3"; }
+        sql "a > 5 AND b = 'x'" "7" cmp
+        sql "a BETWEEN 1 AND 10 OR TAGS IN ('A', 'B')" "3" between-in
+        sql "a IS NOT NULL AND NOT (b <> 'y')" "y" null-not
+        sql "a CONTAINS 'bc' AND b STARTSWITH 'a' AND TAGS ENDSWITH 'c'" "abc" strings
+        sql "a = TRUE OR b = 1.5e3" "true" literals
         ;;
     esac
 }

@@ -9,7 +9,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use skiff_model::record::{offset_msg_id, RecordFields, MAX_PROPERTIES_LEN, QUEUE_OFFSET_POS};
+use skiff_model::record::{
+    offset_msg_id, Record, RecordFields, MAX_PROPERTIES_LEN, QUEUE_OFFSET_POS,
+};
 
 use crate::commit_log::{PendingRecord, END_FILE_MIN_BLANK_LENGTH};
 use crate::consume_queue::{ConsumeQueue, CqEntry};
@@ -31,6 +33,27 @@ pub struct MessageToStore {
     pub prepared_transaction_offset: i64,
     pub body: Bytes,
     pub properties: String,
+}
+
+impl MessageToStore {
+    /// A copy of a stored record for `topic` and `queue_id` with `properties`: how the broker's
+    /// services move a message on (a delayed or timer message to its real topic, a half to its
+    /// topic or to the discard topic, a popped message to its retry topic). Fields a service
+    /// changes besides these are set with struct update syntax.
+    pub fn copy_of(record: &Record<'_>, topic: String, queue_id: i32, properties: String) -> Self {
+        MessageToStore {
+            topic,
+            queue_id,
+            flag: record.flag,
+            sys_flag: record.sys_flag,
+            born_timestamp: record.born_timestamp,
+            born_host: record.born_host,
+            reconsume_times: record.reconsume_times,
+            prepared_transaction_offset: 0,
+            body: Bytes::copy_from_slice(record.body),
+            properties,
+        }
+    }
 }
 
 /// Where one message went.

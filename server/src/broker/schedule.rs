@@ -280,18 +280,12 @@ impl Shared {
             );
             return Ok(());
         }
-        let message = MessageToStore {
-            topic: real_topic.to_string(),
-            queue_id: real_queue,
-            flag: record.flag,
-            sys_flag: record.sys_flag,
-            born_timestamp: record.born_timestamp,
-            born_host: record.born_host,
-            reconsume_times: record.reconsume_times,
-            prepared_transaction_offset: 0,
-            body: bytes::Bytes::copy_from_slice(record.body),
-            properties: properties_text.clone(),
-        };
+        let message = MessageToStore::copy_of(
+            &record,
+            real_topic.to_string(),
+            real_queue,
+            properties_text.clone(),
+        );
         // Like Java (`setWaitStoreMsgOK(false)`) the service does not wait for a flush.
         match self.store.append_messages(vec![message]) {
             Ok(_) => Ok(()),

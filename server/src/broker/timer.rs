@@ -26,7 +26,6 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use skiff_model::command::{ErrorKind, Reply};
 use skiff_model::hash::java_string_hash;
 use skiff_model::message::{keys, sys_flag, Properties};
@@ -559,18 +558,7 @@ impl Timer {
                 }
             }
         };
-        let message = MessageToStore {
-            topic,
-            queue_id,
-            flag: record.flag,
-            sys_flag: record.sys_flag,
-            born_timestamp: record.born_timestamp,
-            born_host: record.born_host,
-            reconsume_times: record.reconsume_times,
-            prepared_transaction_offset: 0,
-            body: Bytes::copy_from_slice(record.body),
-            properties: properties.encode(),
-        };
+        let message = MessageToStore::copy_of(record, topic, queue_id, properties.encode());
         // Java retries a put that may succeed later three times, half a tick apart.
         for attempt in 1..=3 {
             match self.store.append_messages(vec![message.clone()]) {

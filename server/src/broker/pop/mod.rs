@@ -256,16 +256,8 @@ fn revive_one(state: &BrokerState, key: &CkKey, offset: i64) -> Result<(), Strin
     }
     properties.remove(keys::POP_CK);
     let message = MessageToStore {
-        topic: retry_topic,
-        queue_id: 0,
-        flag: record.flag,
-        sys_flag: record.sys_flag,
-        born_timestamp: record.born_timestamp,
-        born_host: record.born_host,
         reconsume_times: record.reconsume_times.saturating_add(1),
-        prepared_transaction_offset: 0,
-        body: Bytes::copy_from_slice(record.body),
-        properties: properties.encode(),
+        ..MessageToStore::copy_of(&record, retry_topic, 0, properties.encode())
     };
     state
         .store

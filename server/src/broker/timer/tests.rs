@@ -1,4 +1,5 @@
 use super::*;
+use bytes::Bytes;
 use skiff_store::StoreConfig;
 
 const NOW: i64 = 1_800_000_000_000;

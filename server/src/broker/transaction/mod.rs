@@ -174,16 +174,14 @@ fn committed_message(half: &Record, properties: &Properties) -> Result<MessageTo
         ));
     };
     Ok(MessageToStore {
-        topic: real_topic.to_string(),
-        queue_id,
-        flag: half.flag,
         sys_flag: reset_transaction(half.sys_flag, sys_flag::TRANSACTION_COMMIT_TYPE),
-        born_timestamp: half.born_timestamp,
-        born_host: half.born_host,
-        reconsume_times: half.reconsume_times,
         prepared_transaction_offset: half.physical_offset,
-        body: bytes::Bytes::copy_from_slice(half.body),
-        properties: String::from_utf8_lossy(half.properties).into_owned(),
+        ..MessageToStore::copy_of(
+            half,
+            real_topic.to_string(),
+            queue_id,
+            String::from_utf8_lossy(half.properties).into_owned(),
+        )
     })
 }
 

@@ -206,18 +206,12 @@ struct Copy {
 
 /// Appends a copy of `half` with `properties` to the half queue (`renewHalfMessageInner`).
 fn re_put(state: &BrokerState, half: &Record, properties: &Properties) -> Option<Copy> {
-    let message = MessageToStore {
-        topic: tx::HALF_TOPIC.to_string(),
-        queue_id: half.queue_id,
-        flag: half.flag,
-        sys_flag: half.sys_flag,
-        born_timestamp: half.born_timestamp,
-        born_host: half.born_host,
-        reconsume_times: half.reconsume_times,
-        prepared_transaction_offset: 0,
-        body: Bytes::copy_from_slice(half.body),
-        properties: properties.encode(),
-    };
+    let message = MessageToStore::copy_of(
+        half,
+        tx::HALF_TOPIC.to_string(),
+        half.queue_id,
+        properties.encode(),
+    );
     match state.store.append_messages(vec![message]) {
         Ok(put) => appended(put).into_iter().next().map(|m| Copy {
             queue_offset: m.queue_offset,
@@ -286,18 +280,7 @@ fn discard(state: &BrokerState, half: &Record, properties: &Properties) -> bool 
         state
             .topics
             .create_if_absent(tx::CHECK_MAX_TIME_TOPIC, 1, perm::READ | perm::WRITE);
-    let message = MessageToStore {
-        topic: topic.topic_name,
-        queue_id: 0,
-        flag: half.flag,
-        sys_flag: half.sys_flag,
-        born_timestamp: half.born_timestamp,
-        born_host: half.born_host,
-        reconsume_times: half.reconsume_times,
-        prepared_transaction_offset: 0,
-        body: Bytes::copy_from_slice(half.body),
-        properties: properties.encode(),
-    };
+    let message = MessageToStore::copy_of(half, topic.topic_name, 0, properties.encode());
     match state.store.append_messages(vec![message]) {
         Ok(_) => {
             warn!(
