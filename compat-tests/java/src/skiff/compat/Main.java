@@ -91,6 +91,7 @@ public final class Main {
                     break;
                 case "delay-verify":
                     DelayRetry.delayVerify(a);
+                    break;
                 case "tx-local":
                     Transactions.local(a);
                     break;
