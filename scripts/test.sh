@@ -47,7 +47,7 @@ step "fetch the official Go client (compat-tests/go)"
 ./scripts/compat-go.sh fetch
 
 step "cargo test (unit, integration, compat)"
-cargo test --workspace --exclude testcontainers-skiff
+cargo test --workspace --exclude testcontainers-skiff --no-fail-fast
 
 step "container tests"
 if [ -n "$container_problem" ]; then
