@@ -38,7 +38,8 @@ seeds() {
     case "$1" in
     frame_decoder)
         for f in "$root"/protocol/tests/golden/*/*.hex; do
-            tr -d ' \n' <"$f" | xxd -r -p >"$dir/$(basename "$(dirname "$f")")-$(basename "$f" .hex)"
+            python3 -c 'import sys; sys.stdout.buffer.write(bytes.fromhex(sys.stdin.read()))' <"$f" \
+                >"$dir/$(basename "$(dirname "$f")")-$(basename "$f" .hex)"
         done
         ;;
     decode_record)
