@@ -3,6 +3,8 @@
 //! SET_MESSAGE_REQUEST_MODE, with the header and body names of Java's `PopMessageRequestHeader`,
 //! `AckMessageRequestHeader`, `BatchAckMessageRequestBody`, `QueryAssignmentRequestBody`, ...
 
+use base64::alphabet;
+use base64::engine::{DecodePaddingMode, Engine as _, GeneralPurpose, GeneralPurposeConfig};
 use serde::{Deserialize, Serialize};
 use skiff_model::command::{ErrorReply, QueueRef};
 use skiff_model::pop::{
@@ -236,47 +238,24 @@ impl BatchAckJson {
     }
 }
 
-const B64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+/// Standard base64 as fastjson writes a `byte[]`; padding optional on input, as fastjson reads it.
+const BASE64: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::STANDARD,
+    GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
 
-/// Standard base64 (fastjson's `byte[]`); one field of one body, so no crate for it. A
-/// BitSet of a batch ack spans at most 32 messages (4 bytes); longer input is refused.
+/// A BitSet of a batch ack spans at most 32 messages (4 bytes); longer input is refused before
+/// it is decoded.
 fn base64_decode(text: &str) -> Option<Vec<u8>> {
     const MAX_LEN: usize = 4096;
-    let text = text.trim_end_matches('=');
     if text.len() > MAX_LEN {
         return None;
     }
-    let mut out = Vec::with_capacity(text.len() * 3 / 4);
-    let (mut acc, mut bits) = (0u32, 0u32);
-    for c in text.bytes() {
-        let v = B64.iter().position(|b| *b == c)? as u32;
-        acc = (acc << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
+    BASE64.decode(text).ok()
 }
 
 fn base64_encode(bytes: &[u8]) -> String {
-    let mut out = String::new();
-    for chunk in bytes.chunks(3) {
-        let n = chunk.len();
-        let v = (u32::from(chunk[0]) << 16)
-            | (u32::from(*chunk.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*chunk.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= n {
-                out.push(B64[((v >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    BASE64.encode(bytes)
 }
 
 /// Client side: the request frame of a POP command (for tests and Skiff's own tools).
