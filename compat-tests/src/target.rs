@@ -8,6 +8,7 @@ use std::fs;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::Ordering;
 use std::sync::Mutex;
 use std::thread;
 use std::time::{Duration, Instant};
@@ -104,10 +105,29 @@ pub struct Target {
 
 /// A free loopback port `p` for which `p + offsets` are free too (the Java broker also listens on
 /// listenPort - 2 and listenPort + 1).
+///
+/// Ports come from below Linux's ephemeral range (32768-60999): a port the kernel hands out for
+/// `bind(0)` or as the local end of an outgoing connection is free now but may be taken by the time
+/// a broker restarts on it (a Java broker's HA port once lost that race in CI). Probing from a
+/// per-process pseudo-random start keeps parallel test processes apart.
 fn free_port(offsets: &[i32]) -> Result<u16> {
-    for _ in 0..100 {
-        let probe = TcpListener::bind("127.0.0.1:0")?;
-        let p = probe.local_addr()?.port() as i32;
+    const LOW: u32 = 12_000;
+    const SPAN: u32 = 20_000; // up to 32000, below the ephemeral range
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    // Successive calls in one process continue where the last stopped, so two picks made before
+    // either broker binds never return the same port.
+    static CURSOR: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(u32::MAX);
+    let seed = (std::process::id().wrapping_mul(7919) ^ nanos) % SPAN;
+    let _ = CURSOR.compare_exchange(u32::MAX, seed, Ordering::Relaxed, Ordering::Relaxed);
+    for _ in 0..500 {
+        let next = CURSOR.fetch_add(7_919, Ordering::Relaxed) % SPAN;
+        let p = (LOW + next) as i32;
+        let Ok(probe) = TcpListener::bind(("127.0.0.1", p as u16)) else {
+            continue;
+        };
         let mut held = vec![probe];
         let all_free = offsets.iter().all(|off| {
             let q = p + off;
@@ -120,7 +140,7 @@ fn free_port(offsets: &[i32]) -> Result<u16> {
             return Ok(p as u16);
         }
     }
-    bail!("no free loopback port group found")
+    bail!("no free loopback port group found below the ephemeral range")
 }
 
 /// Marks a directory kept for inspection after a failure.
