@@ -19,13 +19,14 @@ use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
 use std::process::{Command, ExitStatus, Output};
 use std::sync::{Mutex, OnceLock};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
 use testcontainers::clients::Cli;
 use testcontainers::core::WaitFor;
 use testcontainers::{Container as TcContainer, GenericImage, RunnableImage};
+
+use crate::process;
 
 /// The image to start, as `scripts/image.sh` tags it.
 pub fn image() -> String {
@@ -213,16 +214,8 @@ impl Container {
 
     /// Waits up to `timeout` for the exit; `None` if still running.
     pub fn wait_for(&mut self, timeout: Duration) -> Result<Option<ExitStatus>> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(st) = self.exited()? {
-                return Ok(Some(st));
-            }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            thread::sleep(Duration::from_millis(50));
-        }
+        // Each poll is a `docker inspect`, hence the longer interval than a child process's.
+        process::wait_for_exit(timeout, Duration::from_millis(50), || self.exited())
     }
 
     /// SIGKILL and wait for the exit.

@@ -119,16 +119,7 @@ impl Proc {
 
     /// Waits up to `timeout` for the exit; `None` if still running.
     pub fn wait_for(&mut self, timeout: Duration) -> Result<Option<ExitStatus>> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(st) = self.exited()? {
-                return Ok(Some(st));
-            }
-            if Instant::now() >= deadline {
-                return Ok(None);
-            }
-            thread::sleep(Duration::from_millis(20));
-        }
+        wait_for_exit(timeout, Duration::from_millis(20), || self.exited())
     }
 
     /// SIGKILL and reap.
@@ -171,6 +162,25 @@ impl Proc {
 impl Drop for Proc {
     fn drop(&mut self) {
         let _ = self.kill();
+    }
+}
+
+/// Polls `exited` every `poll` until it reports an exit or `timeout` passes (`None`): the one
+/// bounded wait behind [`Proc::wait_for`] and `Container::wait_for`.
+pub(crate) fn wait_for_exit(
+    timeout: Duration,
+    poll: Duration,
+    mut exited: impl FnMut() -> Result<Option<ExitStatus>>,
+) -> Result<Option<ExitStatus>> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(st) = exited()? {
+            return Ok(Some(st));
+        }
+        if Instant::now() >= deadline {
+            return Ok(None);
+        }
+        thread::sleep(poll);
     }
 }
 
