@@ -58,7 +58,7 @@ public class BrokerRegisteredWaitStrategy extends AbstractWaitStrategy {
             Thread.currentThread().interrupt();
             throw new ContainerLaunchException("interrupted while waiting for Skiff", e);
         } finally {
-            admin.shutdown();
+            Admin.shutdownInBackground(admin);
         }
     }
 

@@ -117,7 +117,7 @@ public class SkiffContainer extends GenericContainer<SkiffContainer> {
         } catch (Exception e) {
             throw new ContainerLaunchException("creating topics " + topics.keySet() + ": " + e, e);
         } finally {
-            admin.shutdown();
+            Admin.shutdownInBackground(admin);
         }
     }
 

@@ -8,15 +8,29 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 
+import com.github.dockerjava.api.command.InspectContainerResponse;
+import org.apache.rocketmq.client.consumer.AllocateMessageQueueStrategy;
+import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.RPCHook;
+import org.apache.rocketmq.remoting.protocol.RemotingCommand;
+import org.apache.rocketmq.remoting.protocol.RequestCode;
+import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.testcontainers.containers.BindMode;
@@ -48,14 +62,22 @@ class ColdStartBench {
             "-Duser.home=/home/rocketmq", "-Drocketmq.home.dir=/home/rocketmq",
             "-cp", "/rocketmq/lib/*"};
 
+    /** One measured start; every time is in ms since the clock started (before the containers). */
     record Run(String target, long readyMs, long firstMessageMs, long memoryBytes,
-            long peakBytes) {}
+            long peakBytes, Trace trace) {}
 
     static {
         // An ordinary client setting (the compat harness uses it too): without it a push
         // consumer that finds no queues on its first rebalance waits 20 s for the next one,
         // for either broker, which would hide the brokers' own start times.
         System.setProperty("rocketmq.client.rebalance.waitInterval", "1000");
+        // Optional, for both brokers alike: the client's RebalanceService never rebalances within
+        // rocketmq.client.rebalance.minInterval (1000 ms) of its client instance's creation, so
+        // a new consumer cannot pull sooner than that whichever the broker.
+        String minInterval = System.getProperty("skiff.bench.minInterval");
+        if (minInterval != null) {
+            System.setProperty("rocketmq.client.rebalance.minInterval", minInterval);
+        }
     }
 
     @Test
@@ -69,28 +91,48 @@ class ColdStartBench {
             results.add(apache(i));
         }
         StringBuilder out = new StringBuilder(
-                "target,ready_ms,first_message_ms,memory_mib,peak_mib\n");
+                "target,ready_ms,first_message_ms,memory_mib,peak_mib,"
+                        + "container_started_ms,consumer_started_ms,sent_ms,first_rebalance_ms,"
+                        + "first_pull_ms\n");
         for (Run r : results) {
-            out.append(String.format("%s,%d,%d,%.1f,%.1f%n", r.target(), r.readyMs(),
-                    r.firstMessageMs(),
-                    r.memoryBytes() / 1048576.0, r.peakBytes() / 1048576.0));
+            Trace t = r.trace();
+            out.append(String.format("%s,%d,%d,%.1f,%.1f,%d,%d,%d,%d,%d%n", r.target(),
+                    r.readyMs(), r.firstMessageMs(),
+                    r.memoryBytes() / 1048576.0, r.peakBytes() / 1048576.0,
+                    t.containerStarted, t.consumerStarted, t.sent, t.firstRebalance.get(), t.firstPull.get()));
         }
         System.out.print(out);
+        for (Run r : results) {
+            System.out.println("--- " + r.target() + " requests (ms since start, code, rtt ms):");
+            System.out.print(r.trace().requests);
+        }
         Files.writeString(Path.of("target", "cold-start.csv"), out);
     }
 
     private Run skiff(int i) throws Exception {
+        String topic = "ColdStart_skiff" + (i + 1);
         long t0 = System.nanoTime();
-        try (SkiffContainer skiff = new SkiffContainer()) {
+        // The topic is created by the container's start, as a user's test would declare it.
+        long[] started = {-1};
+        // containerIsStarting: the engine has started the container, the ready-wait is next.
+        try (SkiffContainer skiff = new SkiffContainer() {
+            @Override
+            protected void containerIsStarting(InspectContainerResponse info) {
+                started[0] = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            }
+        }.withTopic(topic, 4)) {
             skiff.start();
             long ready = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-            long ms = firstMessage(skiff.getNamesrvAddr(), "skiff" + (i + 1), t0);
+            Trace trace = new Trace(t0);
+            trace.containerStarted = started[0];
+            long ms = firstMessage(skiff.getNamesrvAddr(), topic, "skiff" + (i + 1), trace);
             return new Run("skiff", ready, ms, memory(skiff, "memory.usage_in_bytes"),
-                    memory(skiff, "memory.max_usage_in_bytes"));
+                    memory(skiff, "memory.max_usage_in_bytes"), trace);
         }
     }
 
     private Run apache(int i) throws Exception {
+        String topic = "ColdStart_apache" + (i + 1);
         int namesrvPort = freePort();
         int brokerPort = freeBrokerPort();
         Path conf = Files.createTempDirectory("apache-conf");
@@ -113,12 +155,103 @@ class ColdStartBench {
                         .withStartupTimeout(Duration.ofMinutes(3)))) {
             namesrv.start();
             broker.start();
+            // The same step as SkiffContainer.withTopic: create it with the admin client and wait
+            // until the name server has its route.
+            createTopic(namesrvAddr, brokerAddr, topic, 4);
             long ready = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-            long ms = firstMessage(namesrvAddr, "apache" + (i + 1), t0);
+            Trace trace = new Trace(t0);
+            long ms = firstMessage(namesrvAddr, topic, "apache" + (i + 1), trace);
             return new Run("apache", ready, ms,
                     memory(namesrv, "memory.usage_in_bytes") + memory(broker, "memory.usage_in_bytes"),
                     memory(namesrv, "memory.max_usage_in_bytes")
-                            + memory(broker, "memory.max_usage_in_bytes"));
+                            + memory(broker, "memory.max_usage_in_bytes"), trace);
+        }
+    }
+
+    /** What SkiffContainer.containerIsStarted does for withTopic, for the Apache broker. */
+    private static void createTopic(String namesrv, String broker, String topic, int queues)
+            throws Exception {
+        DefaultMQAdminExt admin = Admin.start(namesrv);
+        try {
+            admin.createAndUpdateTopicConfig(broker, new TopicConfig(topic, queues, queues));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (true) {
+                try {
+                    TopicRouteData route = admin.examineTopicRouteInfo(topic);
+                    if (route != null && !route.getQueueDatas().isEmpty()) {
+                        return;
+                    }
+                } catch (Exception notYet) {
+                    // not routed yet
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("topic " + topic + " has no route after 60 s");
+                }
+                Thread.sleep(20);
+            }
+        } finally {
+            Admin.shutdownInBackground(admin);
+        }
+    }
+
+    /**
+     * When each client step happened, in ms since the clock started: recorded by an RPCHook (every
+     * request the consumer sends, with its round trip) and by the allocation strategy (the first
+     * rebalance), neither of which changes what the client does.
+     */
+    static final class Trace implements RPCHook {
+        final long t0;
+        /** Skiff only: when the engine had started the container. */
+        volatile long containerStarted = -1;
+        volatile long consumerStarted = -1;
+        volatile long sent = -1;
+        final AtomicLong firstRebalance = new AtomicLong(-1);
+        final AtomicLong firstPull = new AtomicLong(-1);
+        final StringBuffer requests = new StringBuffer();
+        private final Map<Integer, Long> sentAt = new ConcurrentHashMap<>();
+
+        Trace(long t0) {
+            this.t0 = t0;
+        }
+
+        long now() {
+            return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        }
+
+        @Override
+        public void doBeforeRequest(String remoteAddr, RemotingCommand request) {
+            long now = now();
+            sentAt.put(request.getOpaque(), now);
+            if (request.getCode() == RequestCode.PULL_MESSAGE
+                    || request.getCode() == RequestCode.LITE_PULL_MESSAGE) {
+                firstPull.compareAndSet(-1, now);
+            }
+        }
+
+        @Override
+        public void doAfterResponse(String remoteAddr, RemotingCommand request,
+                RemotingCommand response) {
+            Long at = sentAt.remove(request.getOpaque());
+            long now = now();
+            requests.append(String.format("  %6d %4d %s %d%n", at == null ? -1 : at,
+                    request.getCode(), remoteAddr, at == null ? -1 : now - at));
+        }
+
+        AllocateMessageQueueStrategy allocation() {
+            AllocateMessageQueueStrategy avg = new AllocateMessageQueueAveragely();
+            return new AllocateMessageQueueStrategy() {
+                @Override
+                public List<MessageQueue> allocate(String group, String cid,
+                        List<MessageQueue> all, List<String> cids) {
+                    firstRebalance.compareAndSet(-1, now());
+                    return avg.allocate(group, cid, all, cids);
+                }
+
+                @Override
+                public String getName() {
+                    return avg.getName();
+                }
+            };
         }
     }
 
@@ -132,18 +265,24 @@ class ColdStartBench {
                 .withCommand(cmd.toArray(String[]::new));
     }
 
-    /** Sends one message and waits until a push consumer of a new group has it; ms since t0. */
-    private static long firstMessage(String namesrv, String id, long t0) throws Exception {
-        String topic = "ColdStart_" + id;
-        DefaultMQProducer producer = new DefaultMQProducer("cold-p-" + id);
-        producer.setNamesrvAddr(namesrv);
-        producer.setInstanceName("cold-p-" + id);
-        producer.start();
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("cold-c-" + id);
+    /**
+     * Starts a consumer of a new group on the (existing) topic, then a producer that sends one
+     * message; returns ms since the clock started when the consumer has it. The consumer is a
+     * push consumer, or with {@code -Dskiff.bench.consumer=litepull} a lite pull consumer assigned
+     * the topic's queues (no rebalance: its first pull goes out at once and is held until the
+     * message arrives).
+     */
+    private static long firstMessage(String namesrv, String topic, String id, Trace trace)
+            throws Exception {
+        if ("litepull".equals(System.getProperty("skiff.bench.consumer", "push"))) {
+            return firstMessageLitePull(namesrv, topic, id, trace);
+        }
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("cold-c-" + id, trace);
         consumer.setNamesrvAddr(namesrv);
         consumer.setInstanceName("cold-c-" + id);
+        consumer.setAllocateMessageQueueStrategy(trace.allocation());
+        DefaultMQProducer producer = producer(namesrv, id);
         try {
-            producer.send(new Message(topic, "hello".getBytes(StandardCharsets.UTF_8)));
             CountDownLatch got = new CountDownLatch(1);
             consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
             consumer.subscribe(topic, "*");
@@ -152,14 +291,55 @@ class ColdStartBench {
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
             consumer.start();
+            trace.consumerStarted = trace.now();
+            send(producer, topic, trace);
             if (!got.await(120, TimeUnit.SECONDS)) {
                 throw new AssertionError("no message consumed within 120 s from " + namesrv);
             }
-            return TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+            return trace.now();
         } finally {
             consumer.shutdown();
             producer.shutdown();
         }
+    }
+
+    private static long firstMessageLitePull(String namesrv, String topic, String id, Trace trace)
+            throws Exception {
+        DefaultLitePullConsumer consumer = new DefaultLitePullConsumer("cold-c-" + id, trace);
+        consumer.setNamesrvAddr(namesrv);
+        consumer.setInstanceName("cold-c-" + id);
+        consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        DefaultMQProducer producer = producer(namesrv, id);
+        try {
+            consumer.start();
+            consumer.assign(consumer.fetchMessageQueues(topic));
+            trace.consumerStarted = trace.now();
+            send(producer, topic, trace);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            while (consumer.poll(100).isEmpty()) {
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("no message consumed within 120 s from " + namesrv);
+                }
+            }
+            return trace.now();
+        } finally {
+            consumer.shutdown();
+            producer.shutdown();
+        }
+    }
+
+    private static DefaultMQProducer producer(String namesrv, String id) {
+        DefaultMQProducer producer = new DefaultMQProducer("cold-p-" + id);
+        producer.setNamesrvAddr(namesrv);
+        producer.setInstanceName("cold-p-" + id);
+        return producer;
+    }
+
+    private static void send(DefaultMQProducer producer, String topic, Trace trace)
+            throws Exception {
+        producer.start();
+        producer.send(new Message(topic, "hello".getBytes(StandardCharsets.UTF_8)));
+        trace.sent = trace.now();
     }
 
     /** A cgroup v1 memory counter of the container (the engine here uses cgroupfs). */
