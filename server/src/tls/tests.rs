@@ -56,7 +56,12 @@ fn config(mode: TlsMode, dir: &Path) -> TlsConfig {
 
 async fn listen(mode: TlsMode, handshake: Duration) -> Listener {
     let dir = tempfile::tempdir().unwrap();
-    let tls = ServerTls::from_config(&config(mode, dir.path()), "test").unwrap();
+    let config = config(mode, dir.path());
+    listen_with(config, handshake, dir).await
+}
+
+async fn listen_with(config: TlsConfig, handshake: Duration, dir: tempfile::TempDir) -> Listener {
+    let tls = ServerTls::from_config(&config, "test").unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let shutdown = tokio_util::sync::CancellationToken::new();
@@ -250,4 +255,127 @@ fn certificate_errors_name_the_key() {
         ServerTls::from_config(&tls, "test").unwrap().mode(),
         TlsMode::Permissive
     );
+}
+
+type ClientCert = (Vec<CertificateDer<'static>>, PrivateKeyDer<'static>);
+
+/// A CA written to `dir/ca.pem`, and a client certificate it signed.
+fn client_pki(dir: &Path) -> (PathBuf, ClientCert) {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.key_usages = vec![
+        rcgen::KeyUsagePurpose::KeyCertSign,
+        rcgen::KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate().unwrap()).unwrap();
+    let ca_path = dir.join("ca.pem");
+    std::fs::write(&ca_path, ca.pem()).unwrap();
+    let mut params = CertificateParams::new(vec!["client".to_string()]).unwrap();
+    params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let key = KeyPair::generate().unwrap();
+    let cert = params.signed_by(&key, &*ca).unwrap();
+    let key = PrivateKeyDer::Pkcs8(key.serialize_der().into());
+    (ca_path, (vec![cert.der().clone()], key))
+}
+
+fn dup(cert: &ClientCert) -> ClientCert {
+    (cert.0.clone(), cert.1.clone_key())
+}
+
+/// A certificate no CA of the test signed.
+fn stranger() -> ClientCert {
+    let generated = rcgen::generate_simple_self_signed(vec!["stranger".to_string()]).unwrap();
+    let key = PrivateKeyDer::Pkcs8(generated.signing_key.serialize_der().into());
+    (vec![generated.cert.der().clone()], key)
+}
+
+/// Whether a request over TLS, presenting `cert` if any, is answered. (With TLS 1.3 a refused
+/// client certificate shows only after the client's side of the handshake, hence the request.)
+async fn served_with(addr: &str, cert: Option<ClientCert>) -> bool {
+    use futures::{SinkExt, StreamExt};
+    use skiff_protocol::remoting::{self, RemotingCodec};
+    let builder = rustls::ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyCertificate { mandatory: false }));
+    let config = match cert {
+        Some((chain, key)) => builder.with_client_auth_cert(chain, key).unwrap(),
+        None => builder.with_no_client_auth(),
+    };
+    let attempt = async {
+        let stream = TcpStream::connect(addr).await.ok()?;
+        let name = ServerName::try_from("localhost").unwrap();
+        let tls = TlsConnector::from(Arc::new(config))
+            .connect(name, stream)
+            .await
+            .ok()?;
+        let mut framed = tokio_util::codec::Framed::new(tls, RemotingCodec::new(1024 * 1024));
+        let request = remoting::encode_request(&Request::GetBrokerClusterInfo, 1, false);
+        framed.send(request).await.ok()?;
+        let reply = framed.next().await?.ok()?;
+        Some(reply.remark.as_deref() == Some(REMARK))
+    };
+    tokio::time::timeout(WAIT, attempt)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(false)
+}
+
+#[tokio::test]
+async fn client_certificates_as_need_client_auth_and_auth_client_say() {
+    let pki = tempfile::tempdir().unwrap();
+    let (ca, signed) = client_pki(pki.path());
+    let scratch = || tempfile::tempdir().unwrap();
+
+    // require, authClient=false (Java's default): any certificate, but one is needed.
+    let mut tls = config(TlsMode::Enforcing, pki.path());
+    tls.server_need_client_auth = ClientAuth::Require;
+    let listener = listen_with(tls.clone(), HANDSHAKE_TIMEOUT, scratch()).await;
+    assert!(
+        !served_with(&listener.addr, None).await,
+        "require: no certificate"
+    );
+    assert!(
+        served_with(&listener.addr, Some(stranger())).await,
+        "require: any certificate"
+    );
+    assert!(served_with(&listener.addr, Some(dup(&signed))).await);
+
+    // require, authClient=true: only certificates the trusted CA signed.
+    let mut verified = tls;
+    verified.server_auth_client = true;
+    verified.server_trust_cert_path = Some(ca);
+    let listener = listen_with(verified.clone(), HANDSHAKE_TIMEOUT, scratch()).await;
+    assert!(!served_with(&listener.addr, None).await);
+    assert!(
+        !served_with(&listener.addr, Some(stranger())).await,
+        "untrusted CA"
+    );
+    assert!(
+        served_with(&listener.addr, Some(dup(&signed))).await,
+        "trusted CA"
+    );
+
+    // optional, authClient=true: none is fine, a wrong one is not.
+    let mut optional = verified.clone();
+    optional.server_need_client_auth = ClientAuth::Optional;
+    let listener = listen_with(optional, HANDSHAKE_TIMEOUT, scratch()).await;
+    assert!(
+        served_with(&listener.addr, None).await,
+        "optional: no certificate"
+    );
+    assert!(served_with(&listener.addr, Some(signed)).await);
+    assert!(!served_with(&listener.addr, Some(stranger())).await);
+
+    // authClient=true needs somewhere to find the CA.
+    let mut missing = verified;
+    missing.server_trust_cert_path = None;
+    let err = ServerTls::from_config(&missing, "test")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("tls.server.trustCertPath"), "{err}");
 }
