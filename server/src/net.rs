@@ -234,6 +234,8 @@ pub async fn serve_with_tls<S: Service>(
                     let shutdown = shutdown.clone();
                     let tls = tls.clone();
                     tracker.spawn(async move {
+                        // Idle time counts from accept, the wait for a first byte included.
+                        let opened = Instant::now();
                         let _ = stream.set_nodelay(true);
                         let accepted = tokio::select! {
                             accepted = tls.accept(stream, peer, limits.idle_timeout, limits.handshake_timeout) => accepted,
@@ -242,11 +244,11 @@ pub async fn serve_with_tls<S: Service>(
                         match accepted {
                             Some(Accepted::Plain(stream)) => {
                                 let (read, write) = stream.into_split();
-                                serve_connection(read, write, peer, service, limits, shutdown).await
+                                serve_connection(read, write, peer, opened, service, limits, shutdown).await
                             }
                             Some(Accepted::Tls(stream)) => {
                                 let (read, write) = tokio::io::split(*stream);
-                                serve_connection(read, write, peer, service, limits, shutdown).await
+                                serve_connection(read, write, peer, opened, service, limits, shutdown).await
                             }
                             None => {}
                         }
@@ -293,6 +295,7 @@ async fn serve_connection<S, R, W>(
     read_half: R,
     write_half: W,
     peer: SocketAddr,
+    opened: Instant,
     service: Arc<S>,
     limits: Limits,
     shutdown: CancellationToken,
@@ -314,7 +317,7 @@ async fn serve_connection<S, R, W>(
     }));
     debug!(?channel, "connection opened");
     let activity = Arc::new(Activity {
-        opened: Instant::now(),
+        opened,
         last_ms: AtomicU64::new(0),
     });
     let writer = tokio::spawn(write_frames(
