@@ -6,7 +6,7 @@
 //!
 //! - `enforcing`: plain remoting is closed on both ports; TLS is served on both.
 //! - `permissive`: both are served on each port; the key is an encrypted PKCS#8 file
-//!   (`tls.server.keyPassword`).
+//!   (`tls.server.keyPassword`; a plain one against Apache 4.9, which cannot read it).
 
 use std::path::PathBuf;
 use std::time::Duration;
