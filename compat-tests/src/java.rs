@@ -224,7 +224,13 @@ impl Client {
 
     /// The scenario JVM command. Client periods are shortened with the clients' own settings (see
     /// Common.tune); logs and local offsets go under `run_dir` via `user.home`.
-    fn command(&self, scenario: &str, args: &[(&str, &str)], run_dir: &Path) -> Command {
+    fn command(
+        &self,
+        scenario: &str,
+        args: &[(&str, &str)],
+        jvm: &[String],
+        run_dir: &Path,
+    ) -> Command {
         let mut cmd = Command::new(java_bin());
         cmd.current_dir(run_dir)
             .args([
@@ -247,6 +253,7 @@ impl Client {
             ))
             .arg("-Drocketmq.client.rebalance.waitInterval=1000")
             .arg("-Dcom.rocketmq.sendMessageWithVIPChannel=false")
+            .args(jvm)
             .arg("-cp")
             .arg(&self.classpath)
             .arg("skiff.compat.Main")
@@ -265,11 +272,23 @@ impl Client {
         run_dir: &Path,
         timeout: Duration,
     ) -> Result<String> {
+        self.run_with_jvm(scenario, args, &[], run_dir, timeout)
+    }
+
+    /// [`Client::run`] with more JVM flags (such as `-Dtls.enable=true`).
+    pub fn run_with_jvm(
+        &self,
+        scenario: &str,
+        args: &[(&str, &str)],
+        jvm: &[String],
+        run_dir: &Path,
+        timeout: Duration,
+    ) -> Result<String> {
         fs::create_dir_all(run_dir)?;
         let name = format!("{scenario}-{}", self.version);
         let out = process::run(
             &name,
-            self.command(scenario, args, run_dir),
+            self.command(scenario, args, jvm, run_dir),
             run_dir,
             timeout,
         )?;
@@ -284,7 +303,7 @@ impl Client {
         fs::create_dir_all(run_dir)?;
         Proc::spawn(
             &format!("{scenario}-{}", self.version),
-            self.command(scenario, args, run_dir),
+            self.command(scenario, args, &[], run_dir),
             run_dir,
         )
     }

@@ -19,3 +19,4 @@ pub mod runtime;
 pub mod settings;
 pub mod suite;
 pub mod target;
+pub mod tls;

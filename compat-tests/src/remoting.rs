@@ -1,6 +1,7 @@
 //! Hand-written RocketMQ remoting frames over a blocking TCP stream, for the readiness probe and
 //! the bad-input tests. Deliberately independent of Skiff's codec: it writes exactly the bytes the
 //! Java client would (`[i32 total][u8 serializeType | u24 headerLen][JSON header][body]`).
+//! Over TLS too ([`Conn::connect_tls`]), for targets that refuse plain connections.
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -96,8 +97,33 @@ impl Outcome {
     }
 }
 
+/// A plain socket, or a TLS session over one.
+enum Io {
+    Plain(TcpStream),
+    Tls(Box<rustls::StreamOwned<rustls::ClientConnection, TcpStream>>),
+}
+
+impl Io {
+    fn tcp(&self) -> &TcpStream {
+        match self {
+            Io::Plain(s) => s,
+            Io::Tls(s) => s.get_ref(),
+        }
+    }
+
+    fn rw(&mut self) -> &mut dyn ReadWrite {
+        match self {
+            Io::Plain(s) => s,
+            Io::Tls(s) => &mut **s,
+        }
+    }
+}
+
+trait ReadWrite: Read + Write {}
+impl<T: Read + Write> ReadWrite for T {}
+
 pub struct Conn {
-    stream: TcpStream,
+    stream: Io,
     buf: Vec<u8>,
 }
 
@@ -109,7 +135,29 @@ impl Conn {
         stream.set_nodelay(true)?;
         stream.set_write_timeout(Some(Duration::from_secs(10)))?;
         Ok(Conn {
-            stream,
+            stream: Io::Plain(stream),
+            buf: Vec::new(),
+        })
+    }
+
+    /// [`Conn::connect`] over TLS, trusting any server certificate (as Java's clients do in their
+    /// default `tls.test.mode.enable`); the handshake completes within `timeout`.
+    pub fn connect_tls(addr: &str, timeout: Duration) -> Result<Conn> {
+        let Io::Plain(tcp) = Conn::connect(addr, timeout)?.stream else {
+            unreachable!("connect is plain")
+        };
+        let name = rustls::pki_types::ServerName::try_from("localhost")?;
+        let tls = rustls::ClientConnection::new(crate::tls::client_config(), name)?;
+        let mut stream = rustls::StreamOwned::new(tls, tcp);
+        stream.sock.set_read_timeout(Some(timeout))?;
+        while stream.conn.is_handshaking() {
+            stream
+                .conn
+                .complete_io(&mut stream.sock)
+                .with_context(|| format!("TLS handshake with {addr}"))?;
+        }
+        Ok(Conn {
+            stream: Io::Tls(Box::new(stream)),
             buf: Vec::new(),
         })
     }
@@ -117,12 +165,13 @@ impl Conn {
     /// Writes raw bytes. A peer that closes early may make this fail with EPIPE/ECONNRESET, which
     /// is reported as an error for the caller to judge.
     pub fn send(&mut self, bytes: &[u8]) -> std::io::Result<()> {
-        self.stream.write_all(bytes)?;
-        self.stream.flush()
+        let rw = self.stream.rw();
+        rw.write_all(bytes)?;
+        rw.flush()
     }
 
     pub fn shutdown_write(&self) {
-        let _ = self.stream.shutdown(Shutdown::Write);
+        let _ = self.stream.tcp().shutdown(Shutdown::Write);
     }
 
     /// Waits up to `wait` for one complete frame, a close, or nothing.
@@ -136,9 +185,9 @@ impl Conn {
             if left.is_zero() {
                 return Ok(Outcome::Silent);
             }
-            self.stream.set_read_timeout(Some(left))?;
+            self.stream.tcp().set_read_timeout(Some(left))?;
             let mut chunk = [0u8; 64 * 1024];
-            match self.stream.read(&mut chunk) {
+            match self.stream.rw().read(&mut chunk) {
                 Ok(0) => return Ok(Outcome::Closed),
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {

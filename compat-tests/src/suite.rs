@@ -71,7 +71,13 @@ fn run_one(target: &Target, scenario: &str, version: &str, extra: &[(&str, &str)
     ];
     args.extend_from_slice(extra);
     let run_dir = target.dir().join("runs").join(format!("{scenario}-{id}"));
-    client.run(scenario, &args, &run_dir, SCENARIO_TIMEOUT)?;
+    client.run_with_jvm(
+        scenario,
+        &args,
+        &target.client_jvm_args(),
+        &run_dir,
+        SCENARIO_TIMEOUT,
+    )?;
     target.check_alive()
 }
 

@@ -21,6 +21,7 @@ use crate::process::Proc;
 use crate::remoting::{self, code, Conn};
 use crate::runtime::{self, Runtime, Server};
 use crate::settings::{self, TargetKind};
+use crate::tls::TlsOptions;
 
 /// How long a target may take to answer after start (the Java broker needs several seconds).
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
@@ -59,6 +60,9 @@ pub struct Options {
     pub broker_settings: Vec<(&'static str, String)>,
     /// `enablePropertyFilter` (Java's default is off; the SQL92 scenarios need it on).
     pub enable_property_filter: bool,
+    /// TLS on both listeners (Java's `tls.server.*`); the Java clients then connect with
+    /// `-Dtls.enable=true` ([`Target::client_jvm_args`]).
+    pub tls: Option<TlsOptions>,
 }
 
 impl Options {
@@ -73,6 +77,7 @@ impl Options {
             max_message_size: 4 * 1024 * 1024,
             broker_settings: Vec::new(),
             enable_property_filter: true,
+            tls: None,
         })
     }
 }
@@ -261,6 +266,23 @@ impl Target {
         format!("127.0.0.1:{}", self.broker_port)
     }
 
+    /// JVM flags a Java client needs for this target (`-Dtls.enable=true` when it serves TLS).
+    pub fn client_jvm_args(&self) -> Vec<String> {
+        self.opts
+            .tls
+            .iter()
+            .flat_map(|t| t.client_jvm_args(&self.dir))
+            .collect()
+    }
+
+    /// Connects the way the target accepts: over TLS when it refuses plain connections.
+    pub fn connect(&self, addr: &str, timeout: Duration) -> Result<Conn> {
+        match &self.opts.tls {
+            Some(tls) if tls.enforcing() => Conn::connect_tls(addr, timeout),
+            _ => Conn::connect(addr, timeout),
+        }
+    }
+
     /// The target's own directory (data, configs, logs); scenario run dirs go under it too.
     pub fn dir(&self) -> &Path {
         &self.dir
@@ -298,7 +320,18 @@ impl Target {
         match kind {
             TargetKind::Skiff => {
                 let mut toml = String::new();
-                for (k, v) in self.common_settings() {
+                let tls = self
+                    .opts
+                    .tls
+                    .iter()
+                    .flat_map(|t| t.server_settings(&self.dir));
+                for (k, v) in self.common_settings().into_iter().chain(tls) {
+                    // `tls.server.mode` must be quoted, or TOML reads a table `tls`.
+                    let k = if k.contains('.') {
+                        format!("\"{k}\"")
+                    } else {
+                        k.to_string()
+                    };
                     if v.parse::<u64>().is_ok() || v == "true" || v == "false" {
                         toml.push_str(&format!("{k} = {v}\n"));
                     } else {
@@ -365,6 +398,7 @@ impl Target {
             ])
             .arg(format!("-Duser.home={}", home.display()))
             .arg(format!("-Drocketmq.home.dir={}", home.display()))
+            .args(self.opts.tls.iter().flat_map(|t| t.jvm_args(&self.dir)))
             .arg("-cp")
             .arg(classpath)
             .arg(main)
@@ -491,7 +525,7 @@ impl Target {
 
     fn probe(&self) -> Result<()> {
         let wait = Duration::from_secs(2);
-        let mut ns = Conn::connect(&self.namesrv(), wait)?;
+        let mut ns = self.connect(&self.namesrv(), wait)?;
         let info = ns.call(code::GET_BROKER_CLUSTER_INFO, 1, &[], &[], wait)?;
         if info.code() != 0 {
             bail!("cluster info: {}", info.code());
@@ -500,7 +534,7 @@ impl Target {
         if !String::from_utf8_lossy(&info.body).contains(&format!("\"{addr}\"")) {
             bail!("name server does not list {addr} yet");
         }
-        let mut b = Conn::connect(&addr, wait)?;
+        let mut b = self.connect(&addr, wait)?;
         let hb = b.call(code::HEART_BEAT, 2, &[], &remoting::empty_heartbeat(), wait)?;
         if hb.code() != 0 {
             bail!("heartbeat answered {} {}", hb.code(), hb.remark());

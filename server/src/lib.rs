@@ -6,7 +6,7 @@
 //! persisted under `config/`, administration, and registration with name servers. [`config`] reads
 //! broker and name server settings (TOML or Java `broker.conf`, with Java's key names). [`net`] serves
 //! connections (framing through the codec, concurrent handling, replies and server-initiated
-//! requests), and [`remoting_client`] is the small client the broker and the tools use to talk to
+//! requests), [`tls`] adds TLS to both (`tls.server.mode`), and [`remoting_client`] is the small client the broker and the tools use to talk to
 //! other nodes.
 //!
 //! It must not know wire layouts — request codes, header fields and body formats belong to
@@ -17,3 +17,4 @@ pub mod config;
 pub mod namesrv;
 pub mod net;
 pub mod remoting_client;
+pub mod tls;

@@ -16,6 +16,10 @@
 //! second is reaped too); at most `max_in_flight` requests of a connection are in progress, more
 //! are answered SYSTEM_BUSY before they run; and what is still in progress when the connection
 //! closes (a held pull) is dropped with it.
+//!
+//! With [`serve_with_tls`] a connection first goes through [`ServerTls::accept`] (told TLS from
+//! plain by its first byte, handshake bounded by `handshake_timeout`), under the same connection
+//! limit; the frames then flow the same way over either stream.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -28,12 +32,15 @@ use futures::{SinkExt, StreamExt};
 use skiff_model::command::ErrorKind;
 use skiff_model::command::{Reply, Request};
 use skiff_protocol::remoting::{self, RemotingCodec, RemotingCommand};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
 use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
+
+use crate::tls::{Accepted, ServerTls};
 
 /// Frames a connection may have queued for writing before senders wait.
 const OUTBOUND_QUEUE: usize = 4096;
@@ -52,6 +59,8 @@ pub struct Limits {
     pub max_connections: usize,
     /// Requests of one connection in progress at once.
     pub max_in_flight: usize,
+    /// A TLS handshake (and, in enforcing mode, the wait for it) not done by then is closed.
+    pub handshake_timeout: Duration,
 }
 
 impl Limits {
@@ -62,6 +71,7 @@ impl Limits {
             idle_timeout: Duration::from_secs(120),
             max_connections: 10_000,
             max_in_flight: 4096,
+            handshake_timeout: crate::tls::HANDSHAKE_TIMEOUT,
         }
     }
 }
@@ -193,6 +203,17 @@ pub async fn serve_with<S: Service>(
     limits: Limits,
     shutdown: CancellationToken,
 ) {
+    serve_with_tls(listener, service, limits, ServerTls::disabled(), shutdown).await
+}
+
+/// [`serve_with`], accepting TLS as `tls` says (`tls.server.mode`).
+pub async fn serve_with_tls<S: Service>(
+    listener: TcpListener,
+    service: Arc<S>,
+    limits: Limits,
+    tls: Arc<ServerTls>,
+    shutdown: CancellationToken,
+) {
     let tracker = TaskTracker::new();
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let mut refused: u64 = 0;
@@ -211,8 +232,26 @@ pub async fn serve_with<S: Service>(
                     };
                     let service = service.clone();
                     let shutdown = shutdown.clone();
+                    let tls = tls.clone();
                     tracker.spawn(async move {
-                        serve_connection(stream, peer, service, limits, shutdown).await;
+                        // Idle time counts from accept, the wait for a first byte included.
+                        let opened = Instant::now();
+                        let _ = stream.set_nodelay(true);
+                        let accepted = tokio::select! {
+                            accepted = tls.accept(stream, peer, limits.idle_timeout, limits.handshake_timeout) => accepted,
+                            _ = shutdown.cancelled() => None,
+                        };
+                        match accepted {
+                            Some(Accepted::Plain(stream)) => {
+                                let (read, write) = stream.into_split();
+                                serve_connection(read, write, peer, opened, service, limits, shutdown).await
+                            }
+                            Some(Accepted::Tls(stream)) => {
+                                let (read, write) = tokio::io::split(*stream);
+                                serve_connection(read, write, peer, opened, service, limits, shutdown).await
+                            }
+                            None => {}
+                        }
                         drop(permit);
                     });
                 }
@@ -250,16 +289,22 @@ impl Activity {
     }
 }
 
-async fn serve_connection<S: Service>(
-    stream: TcpStream,
+/// Serves one connection's frames; `read_half` and `write_half` are the two directions of a plain
+/// or a TLS stream.
+async fn serve_connection<S, R, W>(
+    read_half: R,
+    write_half: W,
     peer: SocketAddr,
+    opened: Instant,
     service: Arc<S>,
     limits: Limits,
     shutdown: CancellationToken,
-) {
+) where
+    S: Service,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
     let max_frame_len = limits.max_frame_len;
-    let _ = stream.set_nodelay(true);
-    let (read_half, write_half) = stream.into_split();
     let mut frames = FramedRead::new(read_half, RemotingCodec::new(max_frame_len));
     let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
     let closed = CancellationToken::new();
@@ -272,7 +317,7 @@ async fn serve_connection<S: Service>(
     }));
     debug!(?channel, "connection opened");
     let activity = Arc::new(Activity {
-        opened: Instant::now(),
+        opened,
         last_ms: AtomicU64::new(0),
     });
     let writer = tokio::spawn(write_frames(
@@ -390,8 +435,8 @@ async fn dispatch<S: Service>(
 }
 
 /// Writes queued frames, flushing only when the queue is drained so bursts share syscalls.
-async fn write_frames(
-    mut sink: FramedWrite<tokio::net::tcp::OwnedWriteHalf, RemotingCodec>,
+async fn write_frames<W: AsyncWrite + Unpin>(
+    mut sink: FramedWrite<W, RemotingCodec>,
     mut queue: mpsc::Receiver<RemotingCommand>,
     closed: CancellationToken,
     activity: Arc<Activity>,

@@ -13,6 +13,7 @@ use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
 use skiff_model::command::{Reply, Request};
 use skiff_protocol::remoting::{self, RemotingCodec, RemotingCommand, DEFAULT_MAX_FRAME_LEN};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::{FramedRead, FramedWrite};
@@ -61,21 +62,46 @@ impl Drop for CloseOnDrop {
 impl RemotingClient {
     /// Connects to `addr` (`host:port`) within `timeout`.
     pub async fn connect(addr: &str, timeout: Duration) -> Result<Self, ClientError> {
+        Self::connect_with(addr, timeout, false).await
+    }
+
+    /// [`RemotingClient::connect`], over TLS when `tls` (trusting any server certificate, as
+    /// Java's clients do in their default test mode).
+    pub async fn connect_with(
+        addr: &str,
+        timeout: Duration,
+        tls: bool,
+    ) -> Result<Self, ClientError> {
         let connect_error = |source| ClientError::Connect {
             addr: addr.to_string(),
             source,
         };
-        let stream = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
-            Ok(result) => result.map_err(connect_error)?,
-            Err(_) => {
-                return Err(ClientError::Timeout {
-                    addr: addr.to_string(),
-                    timeout,
-                })
+        let connecting = async {
+            let stream = TcpStream::connect(addr).await?;
+            let _ = stream.set_nodelay(true);
+            if tls {
+                let stream = crate::tls::connect(stream, addr).await?;
+                let (read_half, write_half) = tokio::io::split(stream);
+                Ok(Self::start(addr, read_half, write_half))
+            } else {
+                let (read_half, write_half) = stream.into_split();
+                Ok(Self::start(addr, read_half, write_half))
             }
         };
-        let _ = stream.set_nodelay(true);
-        let (read_half, write_half) = stream.into_split();
+        match tokio::time::timeout(timeout, connecting).await {
+            Ok(result) => result.map_err(connect_error),
+            Err(_) => Err(ClientError::Timeout {
+                addr: addr.to_string(),
+                timeout,
+            }),
+        }
+    }
+
+    fn start<R, W>(addr: &str, read_half: R, write_half: W) -> Self
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let (tx, mut rx) = mpsc::channel::<RemotingCommand>(1024);
         let closed = CancellationToken::new();
         let inner = Arc::new(Inner {
@@ -138,10 +164,10 @@ impl RemotingClient {
             }
         });
 
-        Ok(RemotingClient {
+        RemotingClient {
             inner,
             _guard: Arc::new(CloseOnDrop(closed)),
-        })
+        }
     }
 
     /// The address this client connected to.

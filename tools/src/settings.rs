@@ -90,6 +90,11 @@ fn standalone_with_env(
     }
     apply_env(env, |key, value| broker.set(key, value))?;
     apply_sets(&args.set, |key, value| broker.set(key, value))?;
+    // One process, one set of `tls.*` settings for both listeners.
+    let namesrv = NamesrvConfig {
+        tls: broker.tls.clone(),
+        ..namesrv
+    };
     namesrv.validate()?;
     broker.validate()?;
     Ok((namesrv, broker))

@@ -349,6 +349,7 @@ pub struct Broker {
 impl Broker {
     /// Opens the store, binds the listener, registers with the name servers and starts serving.
     pub async fn start(config: BrokerConfig) -> anyhow::Result<Broker> {
+        let tls = crate::tls::ServerTls::from_config(&config.tls, "broker")?;
         let bind = SocketAddr::new(config.bind_address, config.listen_port);
         let listener = TcpListener::bind(bind).await.with_context(|| {
             format!("cannot listen on {bind}: is another broker running? choose another listenPort")
@@ -409,11 +410,13 @@ impl Broker {
             idle_timeout: Duration::from_secs(state.config.server_channel_max_idle_time_seconds),
             max_connections: state.config.server_max_connections,
             max_in_flight: state.config.server_max_in_flight_requests,
+            handshake_timeout: crate::tls::HANDSHAKE_TIMEOUT,
         };
-        let server = tokio::spawn(net::serve_with(
+        let server = tokio::spawn(net::serve_with_tls(
             listener,
             state.clone(),
             limits,
+            tls,
             shutdown.clone(),
         ));
         let background = vec![

@@ -27,6 +27,8 @@ const REQUEST_TIMEOUT: Duration = Duration::from_secs(6);
 /// The broker's connections to its name servers.
 pub(super) struct NameServerLink {
     addrs: Vec<String>,
+    /// `useTLS` / `tls.enable`.
+    use_tls: bool,
     /// One connection per name server; the lock also serializes registrations.
     clients: Mutex<HashMap<String, RemotingClient>>,
 }
@@ -47,6 +49,7 @@ impl NameServerLink {
         }
         NameServerLink {
             addrs,
+            use_tls: config.tls.client_uses_tls(config.use_tls),
             clients: Mutex::new(HashMap::new()),
         }
     }
@@ -83,7 +86,7 @@ impl NameServerLink {
 
     async fn send(&self, clients: &mut HashMap<String, RemotingClient>, request: &Request) {
         for addr in &self.addrs {
-            let Some(client) = connected(clients, addr).await else {
+            let Some(client) = connected(clients, addr, self.use_tls).await else {
                 continue;
             };
             match client.invoke(request, REQUEST_TIMEOUT).await {
@@ -123,11 +126,12 @@ impl NameServerLink {
 async fn connected(
     clients: &mut HashMap<String, RemotingClient>,
     addr: &str,
+    tls: bool,
 ) -> Option<RemotingClient> {
     if let Some(client) = clients.get(addr).filter(|c| !c.is_closed()) {
         return Some(client.clone());
     }
-    match RemotingClient::connect(addr, CONNECT_TIMEOUT).await {
+    match RemotingClient::connect_with(addr, CONNECT_TIMEOUT, tls).await {
         Ok(client) => {
             clients.insert(addr.to_string(), client.clone());
             Some(client)

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::path::{Path, PathBuf};
 
 use super::value::{positive, FromSetting, Rejection};
-use super::{set_one, settings, source, ConfigError};
+use super::{set_one, settings, source, ConfigError, TlsConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlushDiskType {
@@ -110,6 +110,11 @@ pub struct BrokerConfig {
     /// Requests one connection may have in progress (held pulls, sends waiting for a flush);
     /// more are answered SYSTEM_BUSY, as Java's flow control answers.
     pub server_max_in_flight_requests: usize,
+    /// `useTLS` (Java's `NettyClientConfig`): the broker's connections to name servers use TLS;
+    /// unset = see [`TlsConfig::client_uses_tls`].
+    pub use_tls: Option<bool>,
+    /// The `tls.*` settings of the broker's listener.
+    pub tls: TlsConfig,
     pub broker_role: BrokerRole,
     /// `None` = `listenPort + 1`, as Java's `BrokerStartup` sets it.
     pub ha_listen_port: Option<u16>,
@@ -206,6 +211,8 @@ impl Default for BrokerConfig {
             server_channel_max_idle_time_seconds: 120,
             server_max_connections: 10_000,
             server_max_in_flight_requests: 4096,
+            use_tls: None,
+            tls: TlsConfig::default(),
             broker_role: BrokerRole::AsyncMaster,
             ha_listen_port: None,
             timer_wheel_enable: true,
@@ -286,6 +293,7 @@ settings!(BrokerConfig {
     "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds vet positive,
     "serverMaxConnections" => server_max_connections vet positive,
     "serverMaxInFlightRequests" => server_max_in_flight_requests vet positive,
+    "useTLS" => use_tls,
     "brokerRole" => broker_role,
     "haListenPort" => ha_listen_port,
     "timerWheelEnable" => timer_wheel_enable,
@@ -303,7 +311,7 @@ settings!(BrokerConfig {
     "popFromRetryProbability" => pop_from_retry_probability vet percent,
     "rebalanceLockMaxLiveTime" => rebalance_lock_max_live_time vet positive,
     "enablePropertyFilter" => enable_property_filter,
-});
+} .. tls);
 
 impl BrokerConfig {
     /// The defaults plus what Java reads from the environment: `NAMESRV_ADDR`.

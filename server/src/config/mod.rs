@@ -15,11 +15,13 @@ mod java_keys;
 mod namesrv;
 mod properties;
 mod source;
+mod tls;
 mod value;
 
 pub use broker::{BrokerConfig, BrokerRole, FlushDiskType};
 pub use error::{ConfigError, Location};
 pub use namesrv::NamesrvConfig;
+pub use tls::{ClientAuth, Secret, TlsConfig, TlsMode};
 
 use std::collections::BTreeSet;
 use std::sync::Mutex;
@@ -34,11 +36,16 @@ pub(crate) trait Settings {
 }
 
 /// Maps each Java key to a field: `"listenPort" => listen_port,`. A `vet f` suffix passes the
-/// parsed value through `f: fn(T) -> Result<T, Rejection>` to refuse or adjust it.
+/// parsed value through `f: fn(T) -> Result<T, Rejection>` to refuse or adjust it. A trailing
+/// `.. field` hands keys the table does not know to that field's own table (the `tls.*` keys).
 macro_rules! settings {
     (@vet) => { $crate::config::value::any };
     (@vet $vet:path) => { $vet };
-    ($ty:ty { $($key:literal => $field:ident $(vet $vet:path)?,)* }) => {
+    (@rest $self:ident $key:ident $value:ident) => { None };
+    (@rest $self:ident $key:ident $value:ident $nested:ident) => {
+        $crate::config::Settings::apply(&mut $self.$nested, $key, $value)
+    };
+    ($ty:ty { $($key:literal => $field:ident $(vet $vet:path)?,)* } $(.. $nested:ident)?) => {
         impl $crate::config::Settings for $ty {
             const KEYS: &'static [&'static str] = &[$($key),*];
 
@@ -54,7 +61,7 @@ macro_rules! settings {
                         $crate::config::settings!(@vet $($vet)?),
                     )
                     .map(|v| self.$field = v),)*
-                    _ => return None,
+                    _ => return $crate::config::settings!(@rest self key value $($nested)?),
                 })
             }
         }
@@ -108,6 +115,7 @@ fn suggest(key: &str, ours: &[&'static str]) -> Option<&'static str> {
     let wanted = key.to_ascii_lowercase();
     let limit = (key.len() / 3).max(1);
     ours.iter()
+        .chain(<TlsConfig as Settings>::KEYS)
         .chain(java_keys::JAVA_KEYS)
         .map(|&known| (edit_distance(&wanted, &known.to_ascii_lowercase()), known))
         .filter(|&(distance, _)| distance <= limit)

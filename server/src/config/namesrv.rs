@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::path::Path;
 
 use super::value::positive;
-use super::{set_one, settings, source, ConfigError};
+use super::{set_one, settings, source, ConfigError, TlsConfig};
 
 #[derive(Debug, Clone)]
 pub struct NamesrvConfig {
@@ -19,6 +19,8 @@ pub struct NamesrvConfig {
     pub broker_channel_expired_time: u64,
     /// Largest remoting frame accepted.
     pub frame_max_length: usize,
+    /// The `tls.*` settings of the listener.
+    pub tls: TlsConfig,
 }
 
 impl Default for NamesrvConfig {
@@ -29,6 +31,7 @@ impl Default for NamesrvConfig {
             scan_not_active_broker_interval: 5000,
             broker_channel_expired_time: 120_000,
             frame_max_length: 16 * 1024 * 1024,
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -39,7 +42,7 @@ settings!(NamesrvConfig {
     "scanNotActiveBrokerInterval" => scan_not_active_broker_interval vet positive,
     "brokerChannelExpiredTime" => broker_channel_expired_time vet positive,
     "frameMaxLength" => frame_max_length vet positive,
-});
+} .. tls);
 
 impl NamesrvConfig {
     /// The defaults, then the file at `path`, then [`NamesrvConfig::validate`].

@@ -52,33 +52,40 @@ fn toml_entries(text: &str) -> Result<Vec<Entry>, properties::SyntaxError> {
     let mut entries = Vec::new();
     for (key, value) in table.get_ref() {
         let line = line_of(text, key.span().start);
-        let value = match value.get_ref() {
-            DeValue::String(s) => s.to_string(),
-            DeValue::Integer(i) => i128::from_str_radix(i.as_str(), i.radix())
-                .map_err(|_| (line, format!("{}: integer out of range", key.get_ref())))?
-                .to_string(),
-            DeValue::Float(f) => f.as_str().to_owned(),
-            DeValue::Boolean(b) => b.to_string(),
-            DeValue::Table(_) => {
-                return Err((
+        let value =
+            match value.get_ref() {
+                DeValue::String(s) => s.to_string(),
+                DeValue::Integer(i) => i128::from_str_radix(i.as_str(), i.radix())
+                    .map_err(|_| (line, format!("{}: integer out of range", key.get_ref())))?
+                    .to_string(),
+                DeValue::Float(f) => f.as_str().to_owned(),
+                DeValue::Boolean(b) => b.to_string(),
+                DeValue::Table(_) if key.get_ref() == "tls" => return Err((
                     line,
-                    format!(
-                        "[{}]: settings are not grouped in tables; write Java's keys \
+                    "tls.* settings must be quoted in TOML (\"tls.server.mode\" = \"enforcing\"); \
+                     unquoted, TOML reads tls.server.mode as a table"
+                        .to_string(),
+                )),
+                DeValue::Table(_) => {
+                    return Err((
+                        line,
+                        format!(
+                            "[{}]: settings are not grouped in tables; write Java's keys \
                          (such as listenPort = 10911) at the top level",
-                        key.get_ref()
-                    ),
-                ))
-            }
-            DeValue::Datetime(_) | DeValue::Array(_) => {
-                return Err((
-                    line,
-                    format!(
-                        "{}: expected a string, an integer or a boolean",
-                        key.get_ref()
-                    ),
-                ))
-            }
-        };
+                            key.get_ref()
+                        ),
+                    ))
+                }
+                DeValue::Datetime(_) | DeValue::Array(_) => {
+                    return Err((
+                        line,
+                        format!(
+                            "{}: expected a string, an integer or a boolean",
+                            key.get_ref()
+                        ),
+                    ))
+                }
+            };
         entries.push(Entry {
             line,
             key: key.get_ref().to_string(),
@@ -126,6 +133,17 @@ mod tests {
         assert!(err.1.contains("top level"), "{}", err.1);
         let err = toml_entries("a = 1\nb = [1, 2]\n").unwrap_err();
         assert_eq!(err.0, 2);
+    }
+
+    #[test]
+    fn toml_tls_keys_are_quoted() {
+        let pairs = pairs("\"tls.server.mode\" = \"enforcing\"\n");
+        assert_eq!(
+            pairs,
+            vec![(1, "tls.server.mode".into(), "enforcing".into())]
+        );
+        let err = toml_entries("tls.server.mode = \"enforcing\"\n").unwrap_err();
+        assert!(err.1.contains("quoted"), "{}", err.1);
     }
 
     #[test]

@@ -108,6 +108,7 @@ pub struct NameServer {
 impl NameServer {
     /// Binds the listener and starts serving and scanning for dead brokers.
     pub async fn start(config: NamesrvConfig) -> anyhow::Result<NameServer> {
+        let tls = crate::tls::ServerTls::from_config(&config.tls, "name server")?;
         let bind = SocketAddr::new(config.bind_address, config.listen_port);
         let listener = TcpListener::bind(bind).await.with_context(|| {
             format!(
@@ -120,10 +121,11 @@ impl NameServer {
             broker_timeout: Duration::from_millis(config.broker_channel_expired_time),
         });
         let shutdown = CancellationToken::new();
-        let server = tokio::spawn(net::serve(
+        let server = tokio::spawn(net::serve_with_tls(
             listener,
             service.clone(),
-            config.frame_max_length,
+            net::Limits::new(config.frame_max_length),
+            tls,
             shutdown.clone(),
         ));
         let scan_every = Duration::from_millis(config.scan_not_active_broker_interval.max(100));
