@@ -17,7 +17,7 @@
 //! are answered SYSTEM_BUSY before they run; and what is still in progress when the connection
 //! closes (a held pull) is dropped with it.
 //!
-//! With [`serve_with_tls`] a connection first goes through [`ServerTls::accept`] (told TLS from
+//! With [`serve`] a connection first goes through [`ServerTls::accept`] (told TLS from
 //! plain by its first byte, handshake bounded by `handshake_timeout`), under the same connection
 //! limit; the frames then flow the same way over either stream.
 
@@ -186,28 +186,10 @@ impl ClientChannel {
 
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Accepts connections until `shutdown` fires, then waits for open connections to finish.
+/// Accepts connections until `shutdown` fires, then waits for open connections to finish;
+/// `limits` bound each connection and `tls` says which of TLS and plain TCP a new connection may
+/// speak (`tls.server.mode`; [`ServerTls::disabled`] for plain only).
 pub async fn serve<S: Service>(
-    listener: TcpListener,
-    service: Arc<S>,
-    max_frame_len: usize,
-    shutdown: CancellationToken,
-) {
-    serve_with(listener, service, Limits::new(max_frame_len), shutdown).await
-}
-
-/// [`serve`] with explicit [`Limits`].
-pub async fn serve_with<S: Service>(
-    listener: TcpListener,
-    service: Arc<S>,
-    limits: Limits,
-    shutdown: CancellationToken,
-) {
-    serve_with_tls(listener, service, limits, ServerTls::disabled(), shutdown).await
-}
-
-/// [`serve_with`], accepting TLS as `tls` says (`tls.server.mode`).
-pub async fn serve_with_tls<S: Service>(
     listener: TcpListener,
     service: Arc<S>,
     limits: Limits,

@@ -412,7 +412,7 @@ impl Broker {
             max_in_flight: state.config.server_max_in_flight_requests,
             handshake_timeout: crate::tls::HANDSHAKE_TIMEOUT,
         };
-        let server = tokio::spawn(net::serve_with_tls(
+        let server = tokio::spawn(net::serve(
             listener,
             state.clone(),
             limits,

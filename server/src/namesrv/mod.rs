@@ -121,7 +121,7 @@ impl NameServer {
             broker_timeout: Duration::from_millis(config.broker_channel_expired_time),
         });
         let shutdown = CancellationToken::new();
-        let server = tokio::spawn(net::serve_with_tls(
+        let server = tokio::spawn(net::serve(
             listener,
             service.clone(),
             net::Limits::new(config.frame_max_length),

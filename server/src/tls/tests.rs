@@ -70,7 +70,7 @@ async fn listen_with(config: TlsConfig, handshake: Duration, dir: tempfile::Temp
         idle_timeout: Duration::from_secs(30),
         ..Limits::new(1024 * 1024)
     };
-    tokio::spawn(net::serve_with_tls(
+    tokio::spawn(net::serve(
         listener,
         Arc::new(Answer),
         limits,
