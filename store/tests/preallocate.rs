@@ -99,3 +99,23 @@ fn a_full_disk_met_by_the_background_allocation_makes_the_store_read_only() {
     }
     assert_eq!(pull_all(&store, "T", 0).len(), 31);
 }
+
+#[test]
+fn pulls_of_the_tail_are_not_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    for i in 0..10 {
+        put(
+            &store,
+            vec![message("T", 0, format!("m{i}").as_bytes(), None)],
+        );
+    }
+    let behind = |offset| store.bytes_behind_writer("T", 0, offset);
+    let first = behind(0).unwrap();
+    assert!(first > behind(9).unwrap() && behind(9).unwrap() > 0);
+    assert_eq!(behind(10), None, "no entry at the queue's end");
+    assert_eq!(store.bytes_behind_writer("Unknown", 0, 0), None);
+    // Far less than the resident tail behind the writer: read inline.
+    assert!(!store.is_cold_read("T", 0, 0));
+    assert!(!store.is_cold_read("T", 0, 10));
+}
