@@ -387,7 +387,7 @@ impl Broker {
             store.clone(),
             schedule,
         ));
-        state.topics.request_persist();
+        state.topics.persist_if_changed_at_load();
         {
             // The revive log is replayed before anyone can pop or ack.
             let state = state.clone();
