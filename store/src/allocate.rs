@@ -175,4 +175,49 @@ mod tests {
         assert!(!dir.path().join(file_name(16384)).exists());
         assert!(dir.path().join(file_name(8192)).exists());
     }
+
+    #[test]
+    fn without_a_ready_segment_the_writer_makes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        // No thread: nothing is ever made ahead.
+        let allocator = Allocator::new(dir.path().to_path_buf(), 8192, false, crate::fs::real());
+        allocator.request(0);
+        let file = allocator.take_or_create(0).unwrap();
+        assert_eq!((file.from(), file.size(), file.reserved()), (0, 8192, 8192));
+        assert!(dir.path().join(file_name(0)).exists());
+    }
+
+    #[test]
+    fn a_full_disk_in_the_background_leaves_no_segment_behind() {
+        use crate::fs::{Fault, FaultyFs, FileOp};
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FaultyFs::new();
+        fs.inject(FileOp::Allocate, "", Fault::Errno(libc::ENOSPC), Some(2));
+        let allocator = Arc::new(Allocator::new(
+            dir.path().to_path_buf(),
+            8192,
+            false,
+            fs.clone(),
+        ));
+        let thread = {
+            let allocator = Arc::clone(&allocator);
+            std::thread::spawn(move || allocator.run())
+        };
+        allocator.request(0);
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while fs.fired().is_empty() {
+            assert!(std::time::Instant::now() < deadline);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // The writer's own attempt meets the full disk too, and says so.
+        let Err(err) = allocator.take_or_create(0) else {
+            panic!("made a segment on a full disk");
+        };
+        assert!(crate::fs::is_disk_full(&err));
+        assert!(!dir.path().join(file_name(0)).exists());
+        // Space again: the writer makes it.
+        assert_eq!(allocator.take_or_create(0).unwrap().from(), 0);
+        allocator.stop();
+        thread.join().unwrap();
+    }
 }

@@ -12,21 +12,26 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use skiff_model::command::BoundaryType;
 
 use crate::error::StoreError;
 use crate::file_queue::FileQueue;
 use crate::fs::Fs;
-use crate::mapped_file::MappedFile;
+use crate::mapped_file::{MappedFile, RESERVE_STEP};
 
 /// Bytes per entry (`CQ_STORE_UNIT_SIZE`).
 pub(crate) const ENTRY_SIZE: usize = 20;
 const UNIT: i64 = ENTRY_SIZE as i64;
 /// Size field of the placeholder entries before a queue's first real entry.
 const PAD_SIZE: i32 = i32::MAX;
+/// Bytes of the file being written whose blocks the allocation thread keeps allocated past the
+/// writer (13,107 entries), so that the put path does not call `fallocate` itself.
+const RESERVE_AHEAD: usize = 4 * RESERVE_STEP;
 
 /// One decoded entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -97,6 +102,30 @@ pub(crate) struct ConsumeQueue {
     min_logic_offset: AtomicI64,
     /// End (offset + size) of the record of the last entry; -1 when empty.
     max_physic_offset: AtomicI64,
+    /// The next file, made ahead of the writer by the allocation thread; the mutex is held
+    /// while a file of this queue is made, by that thread or by a writer that could not wait.
+    ahead: Mutex<Ahead>,
+    /// Set while the allocation thread has a request for this queue.
+    ahead_requested: AtomicBool,
+}
+
+#[derive(Default)]
+struct Ahead {
+    /// A made file nobody took yet (not in `files`).
+    next: Option<Arc<MappedFile>>,
+    /// The queue was deleted: nothing more is made for it.
+    destroyed: bool,
+}
+
+/// How close to the end of its last file the writer gets before the next file is made ahead:
+/// an eighth of a file (37,500 entries of a default 6 MB file).
+fn next_file_margin(file_size: usize) -> usize {
+    (file_size / 8).max(ENTRY_SIZE)
+}
+
+/// Deletes a file made ahead that no queue will use.
+fn discard(file: &MappedFile) {
+    let _ = std::fs::remove_file(file.path());
 }
 
 /// Whether `topic` can name a directory under the ConsumeQueue root without escaping it: the
@@ -140,6 +169,8 @@ impl ConsumeQueue {
             files,
             min_logic_offset: AtomicI64::new(min),
             max_physic_offset: AtomicI64::new(-1),
+            ahead: Mutex::new(Ahead::default()),
+            ahead_requested: AtomicBool::new(false),
         })
     }
 
@@ -158,6 +189,8 @@ impl ConsumeQueue {
             files: FileQueue::empty(dir, file_size, fs),
             min_logic_offset: AtomicI64::new(0),
             max_physic_offset: AtomicI64::new(-1),
+            ahead: Mutex::new(Ahead::default()),
+            ahead_requested: AtomicBool::new(false),
         })
     }
 
@@ -204,12 +237,13 @@ impl ConsumeQueue {
             None => (offset * UNIT) / file_size * file_size,
         };
         if self.files.is_empty() {
+            // A queue's first file is made by its first put: the queue did not exist before.
             std::fs::create_dir_all(self.files.dir())?;
             self.files.create_file(from)?;
             from += file_size;
         }
         while from < end {
-            self.files.create_file(from)?;
+            self.add_file(from)?;
             from += file_size;
         }
         // Allocate the entries' blocks now, before the CommitLog is written: a full disk then
@@ -224,6 +258,85 @@ impl ConsumeQueue {
             file.reserve((upto - file.from()) as usize)?;
             at = upto;
         }
+        Ok(())
+    }
+
+    /// Adds the file starting at `from` to the queue: the one made ahead if it is ready (or being
+    /// made: then this waits for it), else a new one made now.
+    fn add_file(&self, from: i64) -> io::Result<()> {
+        let mut ahead = self.ahead.lock();
+        match ahead.next.take() {
+            Some(next) if next.from() == from => {
+                self.files.push_file(next);
+                return Ok(());
+            }
+            // Made for a position the queue no longer has (it was cut by recovery).
+            Some(stale) => discard(&stale),
+            None => {}
+        }
+        self.files.create_file(from).map(|_| ())
+    }
+
+    /// Whether the allocation thread should work on this queue, now that it ends at `offset`:
+    /// the writer is near the end of the blocks allocated in its file, or near the end of the
+    /// last file and the next is not made yet. True at most once until the thread has run
+    /// ([`ConsumeQueue::make_ahead`]); cheap, called after every put.
+    pub(crate) fn wants_ahead(&self, offset: i64) -> bool {
+        if self.ahead_requested.load(Ordering::Acquire) {
+            return false;
+        }
+        let Some(last) = self.files.last() else {
+            return false;
+        };
+        let Ok(pos) = usize::try_from(offset * UNIT - last.from()) else {
+            // Still writing an earlier file: the last one is already made.
+            return false;
+        };
+        let size = last.size();
+        let low_reserve = last.reserved() < (pos + RESERVE_AHEAD / 2).min(size);
+        let no_next =
+            size - pos.min(size) <= next_file_margin(size) && self.ahead.lock().next.is_none();
+        (low_reserve || no_next) && !self.ahead_requested.swap(true, Ordering::AcqRel)
+    }
+
+    /// The allocation thread's work for this queue (asked for by [`ConsumeQueue::wants_ahead`]):
+    /// allocates the blocks of the file being written [`RESERVE_AHEAD`] past the writer and, near
+    /// its end, makes the next file. Errors (a full disk) are the thread's to log: the writer then
+    /// does the same work itself and refuses the put.
+    pub(crate) fn make_ahead(&self) -> io::Result<()> {
+        let result = self.make_ahead_now();
+        self.ahead_requested.store(false, Ordering::Release);
+        result
+    }
+
+    fn make_ahead_now(&self) -> io::Result<()> {
+        let Some(last) = self.files.last() else {
+            return Ok(());
+        };
+        let Ok(pos) = usize::try_from(self.files.max_offset() - last.from()) else {
+            return Ok(());
+        };
+        let size = last.size();
+        if pos < size {
+            last.reserve(pos + RESERVE_AHEAD)?;
+        }
+        if size - pos.min(size) > next_file_margin(size) {
+            return Ok(());
+        }
+        let mut ahead = self.ahead.lock();
+        // Under `ahead` the writer cannot add a file: `last` is still the last one.
+        if ahead.destroyed
+            || ahead.next.is_some()
+            || self.files.last().is_none_or(|f| f.from() != last.from())
+        {
+            return Ok(());
+        }
+        let next = self.files.make_file(last.end())?;
+        if let Err(e) = next.reserve(RESERVE_AHEAD) {
+            discard(&next);
+            return Err(e);
+        }
+        ahead.next = Some(Arc::new(next));
         Ok(())
     }
 
@@ -436,8 +549,20 @@ impl ConsumeQueue {
         self.files.flush(least_pages).map(|_| ())
     }
 
-    /// Deletes the queue's files and directory.
+    /// Deletes the file made ahead, if any (shutdown: as Java deletes its pre-allocated file).
+    pub(crate) fn discard_ahead(&self) {
+        if let Some(next) = self.ahead.lock().next.take() {
+            discard(&next);
+        }
+    }
+
+    /// Deletes the queue's files (the one made ahead too) and directory.
     pub(crate) fn destroy(&self) -> io::Result<()> {
+        let mut ahead = self.ahead.lock();
+        ahead.destroyed = true;
+        if let Some(next) = ahead.next.take() {
+            discard(&next);
+        }
         self.files.destroy()
     }
 
@@ -707,5 +832,128 @@ mod tests {
         assert_eq!(upper(500), 6);
         assert_eq!(lower(400), 5);
         assert_eq!(upper(400), 6);
+    }
+}
+
+#[cfg(test)]
+mod ahead_tests {
+    use super::*;
+    use crate::fs::{Fault, FaultyFs, FileOp};
+    use crate::mapped_file::file_name;
+
+    const PER_FILE: i64 = 16;
+
+    fn queue(dir: &Path, fs: &Fs) -> ConsumeQueue {
+        ConsumeQueue::new_empty(dir, "T", 0, (PER_FILE as usize * ENTRY_SIZE) as u64, fs).unwrap()
+    }
+
+    fn append(cq: &ConsumeQueue, offset: i64) {
+        let entry = CqEntry {
+            offset: offset * 100,
+            size: 100,
+            tags_code: 0,
+        };
+        cq.append(offset, &entry.encode()).unwrap();
+    }
+
+    fn next_path(dir: &Path, file: i64) -> PathBuf {
+        dir.join("T/0")
+            .join(file_name(file * PER_FILE * ENTRY_SIZE as i64))
+    }
+
+    #[test]
+    fn the_next_file_is_made_ahead_and_taken_at_the_roll() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = queue(dir.path(), &crate::fs::real());
+        let mut made = None;
+        for offset in 0..PER_FILE {
+            append(&cq, offset);
+            if cq.wants_ahead(offset + 1) {
+                // What the allocation thread does when asked.
+                cq.make_ahead().unwrap();
+                if let Some(next) = cq.ahead.lock().next.clone() {
+                    made = Some(next);
+                }
+            }
+        }
+        let made = made.expect("the next file is made before the writer reaches it");
+        assert!(next_path(dir.path(), 1).exists());
+        assert!(made.reserved() > 0, "its first blocks are allocated");
+        append(&cq, PER_FILE);
+        let files = cq.files.snapshot();
+        assert_eq!(files.len(), 2);
+        assert!(Arc::ptr_eq(&files[1], &made), "the roll took the made file");
+        assert!(cq.ahead.lock().next.is_none());
+        assert_eq!(cq.get(PER_FILE).map(|e| e.offset), Some(PER_FILE * 100));
+        // Asked once per need: no second request while the first is pending.
+        assert!(!cq.ahead_requested.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn without_the_thread_the_writer_makes_the_file_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = queue(dir.path(), &crate::fs::real());
+        for offset in 0..PER_FILE * 2 + 3 {
+            append(&cq, offset);
+            let _ = cq.wants_ahead(offset + 1);
+        }
+        assert_eq!(cq.files.snapshot().len(), 3);
+        assert_eq!(cq.max_offset(), PER_FILE * 2 + 3);
+        assert_eq!(cq.get(PER_FILE * 2).map(|e| e.offset), Some(PER_FILE * 200));
+    }
+
+    #[test]
+    fn a_full_disk_in_the_background_fails_the_roll_cleanly() {
+        let dir = tempfile::tempdir().unwrap();
+        let faulty = FaultyFs::new();
+        let fs: Fs = faulty.clone();
+        let cq = queue(dir.path(), &fs);
+        append(&cq, 0);
+        faulty.inject(
+            FileOp::Allocate,
+            "consumequeue",
+            Fault::Errno(libc::ENOSPC),
+            None,
+        );
+        faulty.inject(FileOp::Allocate, "T", Fault::Errno(libc::ENOSPC), None);
+        for offset in 1..PER_FILE {
+            append(&cq, offset);
+            if cq.wants_ahead(offset + 1) {
+                let err = cq.make_ahead().unwrap_err();
+                assert!(crate::fs::is_disk_full(&err));
+            }
+        }
+        assert!(!faulty.fired().is_empty());
+        assert!(
+            !next_path(dir.path(), 1).exists(),
+            "a file that could not be allocated is gone"
+        );
+        let entry = CqEntry {
+            offset: PER_FILE * 100,
+            size: 100,
+            tags_code: 0,
+        };
+        let err = cq.append(PER_FILE, &entry.encode()).unwrap_err();
+        assert!(crate::fs::is_disk_full(&err), "{err}");
+        assert_eq!(
+            cq.max_offset(),
+            PER_FILE,
+            "nothing past the full file was written"
+        );
+        faulty.clear();
+        cq.append(PER_FILE, &entry.encode()).unwrap();
+        assert_eq!(cq.max_offset(), PER_FILE + 1);
+    }
+
+    #[test]
+    fn a_deleted_queue_gets_no_file_made_ahead() {
+        let dir = tempfile::tempdir().unwrap();
+        let cq = queue(dir.path(), &crate::fs::real());
+        for offset in 0..PER_FILE - 1 {
+            append(&cq, offset);
+        }
+        cq.destroy().unwrap();
+        cq.make_ahead().unwrap();
+        assert!(!dir.path().join("T/0").exists());
     }
 }

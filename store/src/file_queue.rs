@@ -143,16 +143,16 @@ impl FileQueue {
     /// ahead of the writer a step at a time ([`MappedFile::reserve`]).
     pub(crate) fn create_file(&self, from: i64) -> io::Result<Arc<MappedFile>> {
         let _change = self.change.lock();
-        let path = self.dir.join(file_name(from));
-        let file = Arc::new(MappedFile::create(
-            path,
-            from,
-            self.file_size,
-            &self.fs,
-            false,
-        )?);
+        let file = Arc::new(self.make_file(from)?);
         self.publish_with(|files| files.push(Arc::clone(&file)));
         Ok(file)
+    }
+
+    /// Creates the file starting at `from` without adding it to the list (a file made ahead of
+    /// its writer, added with [`FileQueue::push_file`] when the writer gets there).
+    pub(crate) fn make_file(&self, from: i64) -> io::Result<MappedFile> {
+        let path = self.dir.join(file_name(from));
+        MappedFile::create(path, from, self.file_size, &self.fs, false)
     }
 
     /// Appends a file made elsewhere (pre-allocated) to the list.

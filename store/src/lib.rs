@@ -44,6 +44,7 @@ mod checkpoint;
 mod commit_log;
 mod config;
 mod consume_queue;
+mod cq_allocate;
 mod dir;
 mod dispatch;
 mod env;

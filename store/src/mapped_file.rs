@@ -151,6 +151,11 @@ impl MappedFile {
         &self.path
     }
 
+    /// Bytes from the start whose blocks are allocated on disk.
+    pub(crate) fn reserved(&self) -> usize {
+        self.reserved.load(Ordering::Acquire)
+    }
+
     pub(crate) fn from(&self) -> i64 {
         self.from
     }

@@ -15,6 +15,7 @@ use crate::allocate::Allocator;
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::CommitLog;
 use crate::config::{FlushDiskType, StoreConfig};
+use crate::cq_allocate::CqAllocator;
 use crate::dir::{AbortFile, DirLock};
 use crate::dispatch::DelayLevels;
 use crate::env::StoreEnv;
@@ -38,6 +39,7 @@ const NOT_AVAILABLE: &str = "service not available now. It may be caused by one 
 pub(crate) struct Shared {
     pub config: StoreConfig,
     pub allocator: Arc<Allocator>,
+    pub cq_allocator: CqAllocator,
     pub env: StoreEnv,
     pub commit_log: CommitLog,
     pub queues: QueueTable,
@@ -238,6 +240,7 @@ impl MessageStore {
         let shared = Arc::new(Shared {
             commit_log: CommitLog::new(commit_log_files, Arc::clone(&allocator)),
             allocator,
+            cq_allocator: CqAllocator::default(),
             queues: QueueTable::new(cq_root, cq_file_size, recovered, Arc::clone(&env.fs)),
             checkpoint,
             delays,
@@ -295,6 +298,9 @@ impl MessageStore {
         });
         threads.push(spawn("skiff-flush-cq", flush::run_consume_queue_flush)?);
         threads.push(spawn("skiff-allocate", |shared| shared.allocator.run())?);
+        threads.push(spawn("skiff-allocate-cq", |shared| {
+            shared.cq_allocator.run()
+        })?);
         threads.push(spawn("skiff-retention", retention::run_retention)?);
         if self.shared.index.is_some() {
             threads.push(spawn("skiff-index", index::run_indexer)?);
@@ -426,6 +432,29 @@ impl MessageStore {
     /// (`checkInMemByConsumeOffset`); false if there is no such message.
     pub fn is_in_memory(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
         self.shared.is_in_memory(topic, queue_id, queue_offset)
+    }
+
+    /// Whether a pull from `queue_offset` reads CommitLog pages the store no longer keeps mapped
+    /// (more than the resident tail, 256 MiB, behind the writer; see `release_cold_pages`): every
+    /// page it touches faults, a major fault if the page cache dropped it, so the caller should
+    /// read on a blocking thread and copy the records out there. Pulls of consumers that keep up
+    /// read the tail and stay inline.
+    pub fn is_cold_read(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
+        self.shared
+            .bytes_behind_writer(topic, queue_id, queue_offset)
+            .is_some_and(|behind| behind > crate::commit_log::RESIDENT_TAIL)
+    }
+
+    /// Bytes between the start of the record at `queue_offset` and the CommitLog's end (`None`
+    /// without such an entry).
+    pub fn bytes_behind_writer(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        queue_offset: i64,
+    ) -> Option<i64> {
+        self.shared
+            .bytes_behind_writer(topic, queue_id, queue_offset)
     }
 
     /// The whole record at a CommitLog offset (view by offset message id).
@@ -563,12 +592,16 @@ impl MessageStore {
         shared.group_commit.waker.stop();
         shared.cq_flush_waker.stop();
         shared.allocator.stop();
+        shared.cq_allocator.stop();
         shared.index_waker.stop();
         shared.retention_waker.stop();
         for thread in self.threads.lock().drain(..) {
             if thread.join().is_err() {
                 tracing::error!("a store service thread panicked");
             }
+        }
+        for queue in shared.queues.all() {
+            queue.discard_ahead();
         }
         flush::flush_consume_queues(shared, true);
         self.abort.remove();

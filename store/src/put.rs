@@ -7,6 +7,7 @@
 use std::cell::RefCell;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use skiff_model::record::{
@@ -151,6 +152,7 @@ fn append_with(
     } = scratch;
 
     let guard = shared.commit_log.lock();
+    let locked_at = Instant::now();
     shared.check_writable()?;
     let store_timestamp = shared.env.clock.now_ms();
     groups.clear();
@@ -188,10 +190,12 @@ fn append_with(
             .prepare(group.first_offset, group.count)
             .map_err(|e| shared.write_error(e))?;
     }
+    let prepared_at = Instant::now();
     shared
         .commit_log
         .append(&guard, buf, records, store_timestamp, physical_offsets)
         .map_err(|e| shared.write_error(e))?;
+    let written_at = Instant::now();
 
     // ConsumeQueue entries: one append per queue.
     for group in groups.iter() {
@@ -232,9 +236,14 @@ fn append_with(
     Stats::add(&shared.stats.put_message_times_total, messages.len() as u64);
     Stats::add(&shared.stats.put_message_size_total, buf.len() as u64);
     drop(guard);
+    report_slow_hold(locked_at, prepared_at, written_at);
 
     for group in groups.iter() {
-        shared.notify_arrival(&group.queue, group.first_offset + group.count as i64);
+        let end = group.first_offset + group.count as i64;
+        if group.queue.wants_ahead(end) {
+            shared.cq_allocator.request(&group.queue);
+        }
+        shared.notify_arrival(&group.queue, end);
     }
     let store_host = shared.config.store_host;
     let messages = records
@@ -258,6 +267,36 @@ fn append_with(
         messages,
         end_offset,
     })
+}
+
+/// Logs a put that held the lock long, with where the time went (every other sender waited
+/// that long): `debug` from 1 ms (`RUST_LOG=skiff_store::put=debug` to find latency tails),
+/// `warn` from 500 ms as Java's "putMessage in lock cost time" does.
+fn report_slow_hold(locked_at: Instant, prepared_at: Instant, written_at: Instant) {
+    let held = locked_at.elapsed();
+    if held < Duration::from_millis(1) {
+        return;
+    }
+    let us = |d: Duration| d.as_micros() as u64;
+    let (queues_us, commit_log_us) = (us(prepared_at - locked_at), us(written_at - prepared_at));
+    let consume_queues_us = us(held.saturating_sub(written_at - locked_at));
+    if held >= Duration::from_millis(500) {
+        tracing::warn!(
+            held_ms = held.as_millis() as u64,
+            queues_us,
+            commit_log_us,
+            consume_queues_us,
+            "a put held the commit log lock for long; check the disk"
+        );
+    } else {
+        tracing::debug!(
+            held_us = us(held),
+            queues_us,
+            commit_log_us,
+            consume_queues_us,
+            "slow put under the commit log lock"
+        );
+    }
 }
 
 /// Validates and encodes every record into the scratch buffer (offsets and store time zero).

@@ -332,6 +332,18 @@ impl Shared {
         self.commit_log.max_offset() - entry.offset <= self.memory_budget
     }
 
+    /// How far behind the CommitLog's end the record at `queue_offset` starts, if the queue has
+    /// an entry there. Reading the entry touches one ConsumeQueue page, nothing of the CommitLog.
+    pub(crate) fn bytes_behind_writer(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        queue_offset: i64,
+    ) -> Option<i64> {
+        let entry = self.queues.get(topic, queue_id)?.get(queue_offset)?;
+        Some(self.commit_log.max_offset() - entry.offset)
+    }
+
     pub(crate) fn earliest_message_time(&self, topic: &str, queue_id: i32) -> Option<i64> {
         let queue = self.queues.get(topic, queue_id)?;
         self.message_store_time(topic, queue_id, queue.min_offset())

@@ -73,6 +73,8 @@ pub(crate) struct BrokerState {
     /// Compiled SQL92 subscriptions.
     selectors: property_filter::SelectorCache,
     pull_holds: PullHoldService,
+    /// Bounds the pulls reading cold data on blocking threads (`pullMessageThreadPoolNums`).
+    cold_reads: Arc<tokio::sync::Semaphore>,
     stats: BrokerStats,
     name_servers: NameServerLink,
     schedule: ScheduleService,
@@ -98,6 +100,9 @@ impl BrokerState {
             locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time),
             selectors: property_filter::SelectorCache::default(),
             pull_holds: PullHoldService::default(),
+            cold_reads: Arc::new(tokio::sync::Semaphore::new(
+                config.pull_message_thread_pool_nums,
+            )),
             stats: BrokerStats::new(now_millis()),
             name_servers: NameServerLink::new(&config),
             pop: pop::PopService::new(&config),
@@ -383,7 +388,7 @@ impl Broker {
             store.clone(),
             schedule,
         ));
-        state.topics.request_persist();
+        state.topics.persist_if_changed_at_load();
         {
             // The revive log is replayed before anyone can pop or ack.
             let state = state.clone();

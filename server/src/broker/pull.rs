@@ -47,6 +47,13 @@ pub(super) fn handle(
             offset,
         );
     }
+    if state.store.is_cold_read(
+        &request.queue.topic,
+        request.queue.queue_id,
+        request.queue_offset,
+    ) {
+        return read_cold(state, request, filter);
+    }
     let result = read(state, &request, &filter);
     let Some(timeout) = hold_time(state, &request, &result) else {
         return Handled::Now(Reply::Pulled(result));
@@ -68,6 +75,31 @@ pub(super) fn handle(
             let _ = tokio::time::timeout(timeout, wakeup).await;
         }
         Reply::Pulled(read(&state, &request, &filter))
+    }))
+}
+
+/// A pull of data far behind the writer (a lagging or catching-up consumer): its page faults,
+/// major ones if the page cache dropped the data, would stall a tokio worker and every
+/// connection on it. It is read on a blocking thread, at most `pullMessageThreadPoolNums` at
+/// once (Java serves pulls from a thread pool of that size), and the records are copied out
+/// there, so that encoding the reply touches no cold page. Cold data exists, so such a pull is
+/// never held.
+fn read_cold(state: &Arc<BrokerState>, request: PullRequest, filter: Filter) -> Handled {
+    let state = state.clone();
+    Handled::Later(Box::pin(async move {
+        let permit = Arc::clone(&state.cold_reads).acquire_owned().await;
+        let read = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            let mut result = read(&state, &request, &filter);
+            for message in &mut result.messages {
+                *message = Bytes::copy_from_slice(message);
+            }
+            result
+        });
+        match read.await {
+            Ok(result) => Reply::Pulled(result),
+            Err(e) => Reply::error(ErrorKind::SystemError, format!("pull failed: {e}")),
+        }
     }))
 }
 

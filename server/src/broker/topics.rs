@@ -51,6 +51,9 @@ pub struct TopicConfigManager {
     system: std::collections::BTreeSet<String>,
     /// Topics changed since the name servers were last told (incremental registration).
     unannounced: parking_lot::Mutex<std::collections::BTreeSet<String>>,
+    /// Whether loading changed the table from what `topics.json` holds (system topics added,
+    /// the template dropped, queue counts clamped): only then is the file written at start.
+    changed_at_load: bool,
 }
 
 fn now_millis() -> i64 {
@@ -66,13 +69,19 @@ impl TopicConfigManager {
         let path = persist::config_dir(&config.store_path_root_dir).join("topics.json");
         let file: TopicsFile = persist::load(&path).unwrap_or_default();
         let mut topics = system_topics(config);
-        let system = topics.keys().cloned().collect();
+        let system: std::collections::BTreeSet<String> = topics.keys().cloned().collect();
+        let mut changed_at_load = system
+            .iter()
+            .any(|name| !file.topic_config_table.contains_key(name));
         // Persisted settings win, except that the template follows autoCreateTopicEnable.
         for (name, mut topic) in file.topic_config_table {
             if name == topic::AUTO_CREATE_TOPIC_KEY && !config.auto_create_topic_enable {
+                changed_at_load = true;
                 continue;
             }
+            let queues = (topic.read_queue_nums, topic.write_queue_nums);
             clamp_queue_nums(&mut topic, config.max_topic_queue_nums);
+            changed_at_load |= queues != (topic.read_queue_nums, topic.write_queue_nums);
             topics.insert(name, topic);
         }
         let mut data_version = file.data_version;
@@ -102,6 +111,16 @@ impl TopicConfigManager {
             changed: watch::Sender::new(0),
             system,
             unannounced: parking_lot::Mutex::new(std::collections::BTreeSet::new()),
+            changed_at_load,
+        }
+    }
+
+    /// Asks for `topics.json` to be written if loading changed the table (a first start, a new
+    /// system topic, a clamped queue count); a file that is already right is not rewritten, so
+    /// a start with 100,000 topics does not serialize them all again.
+    pub fn persist_if_changed_at_load(&self) {
+        if self.changed_at_load {
+            self.file.request();
         }
     }
 
@@ -238,11 +257,6 @@ impl TopicConfigManager {
         }
     }
 
-    /// Asks the writer thread to write `topics.json` soon; returns at once.
-    pub fn request_persist(&self) {
-        self.file.request();
-    }
-
     fn persist_and_announce(&self, name: &str) {
         self.file.request();
         self.unannounced.lock().insert(name.to_string());
@@ -343,6 +357,28 @@ mod tests {
         assert_eq!(topics.get("DefaultCluster").unwrap().perm, 7);
         assert_eq!(topics.get("broker-a").unwrap().write_queue_nums, 1);
         assert!(topics.get("DefaultCluster_REPLY_TOPIC").is_some());
+    }
+
+    #[test]
+    fn a_file_that_is_already_right_is_not_rewritten_at_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path());
+        let first = TopicConfigManager::load(&cfg);
+        assert!(
+            first.changed_at_load,
+            "a first start writes the system topics"
+        );
+        first.persist();
+        drop(first);
+        let again = TopicConfigManager::load(&cfg);
+        assert!(!again.changed_at_load);
+        assert!(again.get("DefaultCluster").is_some());
+        // A clamped queue count is a change to write back.
+        let clamped = TopicConfigManager::load(&BrokerConfig {
+            max_topic_queue_nums: 4,
+            ..cfg
+        });
+        assert!(clamped.changed_at_load);
     }
 
     #[test]

@@ -99,6 +99,9 @@ pub struct BrokerConfig {
     pub frame_max_length: usize,
     /// Skiff's limit on a topic's read and write queue counts (Java has none).
     pub max_topic_queue_nums: i32,
+    /// Pulls reading cold data (far behind the CommitLog's end) at once, each on a blocking
+    /// thread; more wait their turn (Java: the pull thread pool's size).
+    pub pull_message_thread_pool_nums: usize,
     /// The longest a pull may be held, whatever the client asks (Java takes the client's
     /// number; the key is the client-side name of that number).
     pub broker_suspend_max_time_millis: u64,
@@ -208,6 +211,8 @@ impl Default for BrokerConfig {
             frame_max_length: 16 * 1024 * 1024,
             max_topic_queue_nums: 1024,
             broker_suspend_max_time_millis: 30_000,
+            pull_message_thread_pool_nums: 16
+                + 2 * std::thread::available_parallelism().map_or(1, |n| n.get()),
             server_channel_max_idle_time_seconds: 120,
             server_max_connections: 10_000,
             server_max_in_flight_requests: 4096,
@@ -290,6 +295,7 @@ settings!(BrokerConfig {
     "frameMaxLength" => frame_max_length vet positive,
     "maxTopicQueueNums" => max_topic_queue_nums vet positive,
     "brokerSuspendMaxTimeMillis" => broker_suspend_max_time_millis,
+    "pullMessageThreadPoolNums" => pull_message_thread_pool_nums vet positive,
     "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds vet positive,
     "serverMaxConnections" => server_max_connections vet positive,
     "serverMaxInFlightRequests" => server_max_in_flight_requests vet positive,

@@ -1,0 +1,121 @@
+//! Files made ahead of the writer (CommitLog segments by `skiff-allocate`, ConsumeQueue files by
+//! `skiff-allocate-cq`): used when ready, made by the writer when not, and a full disk met in the
+//! background turns into the disk-full refusal of the next put that needs the file, never a fault.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::*;
+use skiff_store::fs::{Fault, FaultyFs, FileOp, Fs};
+use skiff_store::{MessageStore, PutError, StoreConfig, StoreEnv, SystemClock};
+
+fn env(fs: &Arc<FaultyFs>, disk: &Arc<FakeDisk>) -> StoreEnv {
+    let fs: Fs = fs.clone();
+    StoreEnv {
+        clock: Arc::new(SystemClock),
+        disk: disk.clone(),
+        fs,
+    }
+}
+
+fn config(root: &std::path::Path) -> StoreConfig {
+    StoreConfig {
+        clean_resource_interval_ms: 20,
+        ..small_config(root)
+    }
+}
+
+#[test]
+fn consume_queue_files_are_made_before_the_writer_needs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    let queue_dir = dir.path().join("consumequeue/T/0");
+    // 16 entries per file: the next file is asked for within the last 2 entries of a file.
+    for i in 0..15 {
+        put(
+            &store,
+            vec![message("T", 0, format!("m{i}").as_bytes(), None)],
+        );
+    }
+    let next = queue_dir.join(format!("{:020}", 16 * 20));
+    wait_until("the next consume queue file made ahead", || next.exists());
+    for i in 15..40 {
+        put(
+            &store,
+            vec![message("T", 0, format!("m{i}").as_bytes(), None)],
+        );
+    }
+    let bodies: Vec<_> = pull_all(&store, "T", 0)
+        .iter()
+        .map(|r| decode(r).body.to_vec())
+        .collect();
+    assert_eq!(bodies.len(), 40);
+    assert_eq!(bodies[39], b"m39");
+    store.shutdown();
+    // A file made ahead but not yet used is deleted at shutdown, as Java deletes its
+    // pre-allocated CommitLog file; a restart finds the queue as it was.
+    let files = std::fs::read_dir(&queue_dir).unwrap().count();
+    assert!(files <= 3, "{files} files for 40 entries of 16 per file");
+    drop(store);
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    assert_eq!(pull_all(&store, "T", 0).len(), 40);
+}
+
+#[test]
+fn a_full_disk_met_by_the_background_allocation_makes_the_store_read_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let fs = FaultyFs::new();
+    let disk = Arc::new(FakeDisk::default());
+    disk.set(0.5);
+    // The first segment is made in the background when the store opens: it meets the full disk.
+    fs.inject(
+        FileOp::Allocate,
+        "commitlog",
+        Fault::Errno(libc::ENOSPC),
+        None,
+    );
+    let store = MessageStore::open_with_env(config(dir.path()), env(&fs, &disk)).unwrap();
+    wait_until("the background allocation fails", || !fs.fired().is_empty());
+    // The first put needs the segment, makes it itself, meets the full disk too: refused with
+    // Java's remark, nothing written, the process alive.
+    match block_on(store.put_messages(vec![message("T", 0, b"refused", None)])) {
+        Err(PutError::ServiceNotAvailable(remark)) => {
+            assert!(remark.contains("the broker's disk is full"), "{remark}")
+        }
+        other => panic!("expected the disk-full refusal, got {other:?}"),
+    }
+    assert!(pull_all(&store, "T", 0).is_empty());
+    // Space comes back: the disk check lifts the refusal and the writer continues.
+    fs.clear();
+    wait_until("puts accepted again", || {
+        block_on(store.put_messages(vec![message("T", 0, b"after", None)])).is_ok()
+    });
+    for i in 0..30 {
+        put(
+            &store,
+            vec![message("T", 0, &[b'a' + (i % 26) as u8; 700], None)],
+        );
+    }
+    assert_eq!(pull_all(&store, "T", 0).len(), 31);
+}
+
+#[test]
+fn pulls_of_the_tail_are_not_cold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(config(dir.path())).unwrap();
+    for i in 0..10 {
+        put(
+            &store,
+            vec![message("T", 0, format!("m{i}").as_bytes(), None)],
+        );
+    }
+    let behind = |offset| store.bytes_behind_writer("T", 0, offset);
+    let first = behind(0).unwrap();
+    assert!(first > behind(9).unwrap() && behind(9).unwrap() > 0);
+    assert_eq!(behind(10), None, "no entry at the queue's end");
+    assert_eq!(store.bytes_behind_writer("Unknown", 0, 0), None);
+    // Far less than the resident tail behind the writer: read inline.
+    assert!(!store.is_cold_read("T", 0, 0));
+    assert!(!store.is_cold_read("T", 0, 10));
+}
