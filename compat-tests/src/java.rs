@@ -34,6 +34,15 @@ pub fn work_dir() -> PathBuf {
     }
 }
 
+/// The scenarios' JVM flags: a small heap and C1 only, since they are short and many.
+const SCENARIO_JVM: [&str; 5] = [
+    "-Xms64m",
+    "-Xmx256m",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-Xshare:auto",
+];
+
 /// The `java` launcher: `$JAVA_HOME/bin/java` if set, else from PATH.
 pub fn java_bin() -> PathBuf {
     match std::env::var_os("JAVA_HOME") {
@@ -225,15 +234,19 @@ impl Client {
     /// The scenario JVM command. Client periods are shortened with the clients' own settings (see
     /// Common.tune); logs and local offsets go under `run_dir` via `user.home`.
     fn command(&self, scenario: &str, args: &[(&str, &str)], run_dir: &Path) -> Command {
+        self.command_with_jvm(scenario, args, run_dir, &SCENARIO_JVM)
+    }
+
+    fn command_with_jvm(
+        &self,
+        scenario: &str,
+        args: &[(&str, &str)],
+        run_dir: &Path,
+        jvm: &[&str],
+    ) -> Command {
         let mut cmd = Command::new(java_bin());
         cmd.current_dir(run_dir)
-            .args([
-                "-Xms64m",
-                "-Xmx256m",
-                "-XX:TieredStopAtLevel=1",
-                "-XX:+UseSerialGC",
-                "-Xshare:auto",
-            ])
+            .args(jvm)
             .arg(format!("-Duser.home={}", run_dir.display()))
             .arg("-Drocketmq.client.logUseSlf4j=false")
             .arg(format!(
@@ -277,6 +290,23 @@ impl Client {
             bail!("{name} exited 0 without printing PASS:\n{out}");
         }
         Ok(out)
+    }
+
+    /// Starts a scenario in the background with these JVM flags instead of the small, quick-to-start
+    /// heap of the test scenarios (a benchmark's load generator must not be the bottleneck).
+    pub fn spawn_with_jvm(
+        &self,
+        scenario: &str,
+        args: &[(&str, &str)],
+        run_dir: &Path,
+        jvm: &[&str],
+    ) -> Result<Proc> {
+        fs::create_dir_all(run_dir)?;
+        Proc::spawn(
+            &format!("{scenario}-{}", self.version),
+            self.command_with_jvm(scenario, args, run_dir, jvm),
+            run_dir,
+        )
     }
 
     /// Starts a scenario in the background (for producing while the broker is killed).
