@@ -34,6 +34,15 @@ pub fn work_dir() -> PathBuf {
     }
 }
 
+/// The scenarios' JVM flags: a small heap and C1 only, since they are short and many.
+const SCENARIO_JVM: [&str; 5] = [
+    "-Xms64m",
+    "-Xmx256m",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-Xshare:auto",
+];
+
 /// The `java` launcher: `$JAVA_HOME/bin/java` if set, else from PATH.
 pub fn java_bin() -> PathBuf {
     match std::env::var_os("JAVA_HOME") {
@@ -224,22 +233,19 @@ impl Client {
 
     /// The scenario JVM command. Client periods are shortened with the clients' own settings (see
     /// Common.tune); logs and local offsets go under `run_dir` via `user.home`.
+    /// `base_jvm` is the heap and JIT ([`SCENARIO_JVM`] unless a benchmark needs more), `jvm` any
+    /// further flags (such as `-Dtls.enable=true`).
     fn command(
         &self,
         scenario: &str,
         args: &[(&str, &str)],
+        base_jvm: &[&str],
         jvm: &[String],
         run_dir: &Path,
     ) -> Command {
         let mut cmd = Command::new(java_bin());
         cmd.current_dir(run_dir)
-            .args([
-                "-Xms64m",
-                "-Xmx256m",
-                "-XX:TieredStopAtLevel=1",
-                "-XX:+UseSerialGC",
-                "-Xshare:auto",
-            ])
+            .args(base_jvm)
             .arg(format!("-Duser.home={}", run_dir.display()))
             .arg("-Drocketmq.client.logUseSlf4j=false")
             .arg(format!(
@@ -288,7 +294,7 @@ impl Client {
         let name = format!("{scenario}-{}", self.version);
         let out = process::run(
             &name,
-            self.command(scenario, args, jvm, run_dir),
+            self.command(scenario, args, &SCENARIO_JVM, jvm, run_dir),
             run_dir,
             timeout,
         )?;
@@ -298,12 +304,29 @@ impl Client {
         Ok(out)
     }
 
+    /// Starts a scenario in the background with these JVM flags instead of the small, quick-to-start
+    /// heap of the test scenarios (a benchmark's load generator must not be the bottleneck).
+    pub fn spawn_with_jvm(
+        &self,
+        scenario: &str,
+        args: &[(&str, &str)],
+        run_dir: &Path,
+        jvm: &[&str],
+    ) -> Result<Proc> {
+        fs::create_dir_all(run_dir)?;
+        Proc::spawn(
+            &format!("{scenario}-{}", self.version),
+            self.command(scenario, args, jvm, &[], run_dir),
+            run_dir,
+        )
+    }
+
     /// Starts a scenario in the background (for producing while the broker is killed).
     pub fn spawn(&self, scenario: &str, args: &[(&str, &str)], run_dir: &Path) -> Result<Proc> {
         fs::create_dir_all(run_dir)?;
         Proc::spawn(
             &format!("{scenario}-{}", self.version),
-            self.command(scenario, args, &[], run_dir),
+            self.command(scenario, args, &SCENARIO_JVM, &[], run_dir),
             run_dir,
         )
     }

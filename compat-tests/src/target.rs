@@ -63,6 +63,9 @@ pub struct Options {
     /// TLS on both listeners (Java's `tls.server.*`); the Java clients then connect with
     /// `-Dtls.enable=true` ([`Target::client_jvm_args`]).
     pub tls: Option<TlsOptions>,
+    /// The Apache broker's heap and GC flags; `None` for the harness's small heap (benchmarks
+    /// give runbroker.sh's production flags here).
+    pub apache_broker_jvm: Option<Vec<String>>,
 }
 
 impl Options {
@@ -78,6 +81,7 @@ impl Options {
             broker_settings: Vec::new(),
             enable_property_filter: true,
             tls: None,
+            apache_broker_jvm: None,
         })
     }
 }
@@ -379,31 +383,35 @@ impl Target {
     fn apache_command(&self, classpath: &str, main: &str, conf: &str) -> Command {
         let home = self.dir.join("home");
         let mut cmd = Command::new(java::java_bin());
-        cmd.current_dir(&self.dir)
-            .env("ROCKETMQ_HOME", &home)
-            .args([
+        cmd.current_dir(&self.dir).env("ROCKETMQ_HOME", &home);
+        match &self.opts.apache_broker_jvm {
+            Some(flags) if main.ends_with("BrokerStartup") => cmd.args(flags),
+            _ => cmd.args([
                 "-Xms256m",
                 "-Xmx512m",
                 "-XX:+UseSerialGC",
                 "-XX:TieredStopAtLevel=1",
                 "-Xshare:auto",
-                // The store unmaps files through JDK internals; on Java 17 the 4.9 broker
-                // otherwise fails to recover a store ("Unable to make ... Cleaner.clean()
-                // accessible").
-                "--add-opens=java.base/java.nio=ALL-UNNAMED",
-                "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-                "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
-                "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
-                "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
-            ])
-            .arg(format!("-Duser.home={}", home.display()))
-            .arg(format!("-Drocketmq.home.dir={}", home.display()))
-            .args(self.opts.tls.iter().flat_map(|t| t.jvm_args(&self.dir)))
-            .arg("-cp")
-            .arg(classpath)
-            .arg(main)
-            .arg("-c")
-            .arg(self.dir.join(conf));
+            ]),
+        };
+        cmd.args([
+            // The store unmaps files through JDK internals; on Java 17 the 4.9 broker
+            // otherwise fails to recover a store ("Unable to make ... Cleaner.clean()
+            // accessible").
+            "--add-opens=java.base/java.nio=ALL-UNNAMED",
+            "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+            "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+            "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+            "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+        ])
+        .arg(format!("-Duser.home={}", home.display()))
+        .arg(format!("-Drocketmq.home.dir={}", home.display()))
+        .args(self.opts.tls.iter().flat_map(|t| t.jvm_args(&self.dir)))
+        .arg("-cp")
+        .arg(classpath)
+        .arg(main)
+        .arg("-c")
+        .arg(self.dir.join(conf));
         cmd
     }
 

@@ -94,6 +94,24 @@ impl Properties {
         props
     }
 
+    /// The value `Properties::decode(text).get(name)` gives, found without building the map: the
+    /// SQL92 filter asks for a name or two of every record a pull scans.
+    pub fn find<'a>(text: &'a str, name: &str) -> Option<&'a str> {
+        if name.is_empty() {
+            return None;
+        }
+        let mut found = None;
+        for segment in text.split(PROPERTY_SEPARATOR) {
+            if let Some((n, value)) = segment.split_once(NAME_VALUE_SEPARATOR) {
+                // decode's rules: a repeated name keeps its last value, empty values are skipped.
+                if n == name && !value.is_empty() {
+                    found = Some(value);
+                }
+            }
+        }
+        found
+    }
+
     /// Parses properties stored as UTF-8 bytes; invalid UTF-8 is replaced, as Java's decoder does.
     pub fn decode_bytes(bytes: &[u8]) -> Self {
         Self::decode(&String::from_utf8_lossy(bytes))
@@ -258,6 +276,12 @@ mod tests {
             let encoded = props.encode();
             prop_assert_eq!(encoded.len(), props.encoded_len());
             prop_assert_eq!(Properties::decode(&encoded), props);
+        }
+
+        #[test]
+        fn find_agrees_with_decode(text in "[ab\u{1}\u{2}]{0,24}", name in "[ab]{0,2}") {
+            let decoded = Properties::decode(&text);
+            prop_assert_eq!(Properties::find(&text, &name), decoded.get(&name));
         }
     }
 }

@@ -20,6 +20,7 @@ use parking_lot::Mutex;
 use skiff_model::command::{CheckClientConfig, ErrorKind, Reply};
 use skiff_model::consumer::EXPRESSION_TYPE_TAG;
 use skiff_model::filter::{FilterError, Selector};
+use skiff_model::message::Properties;
 use skiff_model::record::Record;
 
 use super::BrokerState;
@@ -102,10 +103,15 @@ pub(super) fn check_client_config(state: &BrokerState, check: &CheckClientConfig
 /// a record that does not decode is kept, for the client to judge.
 pub(super) fn retain_matching(selector: &Selector, messages: &mut Vec<Bytes>) {
     messages.retain(|record| match Record::decode(record, false) {
-        Ok(record) => {
-            let properties = record.parsed_properties();
-            selector.matches_properties(|name| properties.get(name))
-        }
+        // The names the expression asks for are looked up in the record's bytes: no map per
+        // record. Only invalid UTF-8 takes the decoder's replacing path.
+        Ok(record) => match std::str::from_utf8(record.properties) {
+            Ok(text) => selector.matches_properties(|name| Properties::find(text, name)),
+            Err(_) => {
+                let properties = record.parsed_properties();
+                selector.matches_properties(|name| properties.get(name))
+            }
+        },
         Err(_) => true,
     });
 }

@@ -57,7 +57,19 @@ fn reset_transaction(flag: i32, transaction_type: i32) -> i32 {
     (flag & !sys_flag::TRANSACTION_TYPE_MASK) | transaction_type
 }
 
-/// END_TRANSACTION. Reading the half may touch cold CommitLog pages, so the work runs on a
+/// A half this close to the CommitLog's head was written moments ago and is still mapped (the
+/// store keeps 256 MiB behind the writer), so reading it is a copy, not a disk read. The usual
+/// END_TRANSACTION, sent right after the half, is then resolved on the connection's reader like a
+/// send; an older half (a check's answer, a slow local transaction) is read on the blocking pool.
+/// The hop cost about a tenth of the broker's CPU in the 16-thread transaction benchmark.
+const RECENT_HALF_BYTES: i64 = 64 * 1024 * 1024;
+
+fn is_recent(state: &BrokerState, commit_log_offset: i64) -> bool {
+    commit_log_offset >= 0
+        && commit_log_offset >= state.store.commit_log_max_offset() - RECENT_HALF_BYTES
+}
+
+/// END_TRANSACTION. Reading an older half may touch cold CommitLog pages, so that work runs on a
 /// blocking thread. The client sends it oneway; the reply matters only to tools and tests.
 pub(super) fn end_transaction(state: &Arc<BrokerState>, request: EndTransactionRequest) -> Handled {
     if request.resolution == TransactionResolution::Unknown {
@@ -65,6 +77,9 @@ pub(super) fn end_transaction(state: &Arc<BrokerState>, request: EndTransactionR
         debug!(producer_group = %request.producer_group, msg_id = %request.msg_id,
                from_check = request.from_transaction_check, "transaction still unknown");
         return Handled::Now(Reply::Success);
+    }
+    if is_recent(state, request.commit_log_offset) {
+        return Handled::Now(resolve(state, &request, now_millis()));
     }
     let state = state.clone();
     Handled::Later(Box::pin(async move {

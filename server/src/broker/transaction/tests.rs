@@ -200,6 +200,18 @@ async fn commit_puts_the_half_into_its_real_queue_and_writes_an_op_record() {
 }
 
 #[tokio::test]
+async fn the_end_of_a_recent_half_is_resolved_without_the_blocking_pool() {
+    let f = fixture(|_| {});
+    let sent = send_ok(&f, prepared_send(1, &[])).await;
+    let handled = f.state.clone().handle(
+        &f.ctx,
+        Request::EndTransaction(end_of(&sent, TransactionResolution::Commit)),
+    );
+    assert!(matches!(handled, Handled::Now(Reply::Success)));
+    assert_eq!(records(&f, TOPIC, 2).len(), 1);
+}
+
+#[tokio::test]
 async fn rollback_writes_only_the_op_record() {
     let f = fixture(|_| {});
     let sent = send_ok(&f, prepared_send(1, &[])).await;

@@ -77,6 +77,12 @@ public final class Main {
                 case "timer-bench":
                     TimerBench.run(a);
                     break;
+                case "tx-bench":
+                    FeatureBench.tx(a);
+                    break;
+                case "sql-bench":
+                    FeatureBench.sql(a);
+                    break;
                 case "delay-levels":
                     DelayRetry.delayLevels(a);
                     break;
