@@ -90,6 +90,12 @@ fn standalone_with_env(
     }
     apply_env(env, |key, value| broker.set(key, value))?;
     apply_sets(&args.set, |key, value| broker.set(key, value))?;
+    // One process, one ACL file: the name server checks the broker's accounts.
+    let namesrv = NamesrvConfig {
+        acl_enable: broker.acl_enable,
+        acl_plain_file: broker.acl_plain_file.clone(),
+        ..namesrv
+    };
     namesrv.validate()?;
     broker.validate()?;
     Ok((namesrv, broker))

@@ -29,6 +29,8 @@ pub(super) struct NameServerLink {
     addrs: Vec<String>,
     /// One connection per name server; the lock also serializes registrations.
     clients: Mutex<HashMap<String, RemotingClient>>,
+    /// `innerClientAuthenticationCredentials`: signs registrations for name servers with ACL on.
+    credentials: Option<Arc<crate::acl::Credentials>>,
 }
 
 impl NameServerLink {
@@ -48,6 +50,11 @@ impl NameServerLink {
         NameServerLink {
             addrs,
             clients: Mutex::new(HashMap::new()),
+            credentials: config
+                .inner_client_authentication_credentials
+                .as_deref()
+                .and_then(|json| crate::acl::Credentials::parse(json).ok())
+                .map(Arc::new),
         }
     }
 
@@ -83,7 +90,7 @@ impl NameServerLink {
 
     async fn send(&self, clients: &mut HashMap<String, RemotingClient>, request: &Request) {
         for addr in &self.addrs {
-            let Some(client) = connected(clients, addr).await else {
+            let Some(client) = connected(clients, addr, &self.credentials).await else {
                 continue;
             };
             match client.invoke(request, REQUEST_TIMEOUT).await {
@@ -123,12 +130,14 @@ impl NameServerLink {
 async fn connected(
     clients: &mut HashMap<String, RemotingClient>,
     addr: &str,
+    credentials: &Option<Arc<crate::acl::Credentials>>,
 ) -> Option<RemotingClient> {
     if let Some(client) = clients.get(addr).filter(|c| !c.is_closed()) {
         return Some(client.clone());
     }
     match RemotingClient::connect(addr, CONNECT_TIMEOUT).await {
         Ok(client) => {
+            let client = client.signed_by(credentials.clone());
             clients.insert(addr.to_string(), client.clone());
             Some(client)
         }

@@ -2,7 +2,7 @@
 //! implements, plus `brokerChannelExpiredTime` and `frameMaxLength`, which Java hard-codes.
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::value::positive;
 use super::{set_one, settings, source, ConfigError};
@@ -19,6 +19,11 @@ pub struct NamesrvConfig {
     pub broker_channel_expired_time: u64,
     /// Largest remoting frame accepted.
     pub frame_max_length: usize,
+    /// ACL 1.0 on the name server (a Skiff extension: Java's name server checks no ACL). Route
+    /// queries need a signed request of any account, route changes an admin account.
+    pub acl_enable: bool,
+    /// The ACL file, as the broker's `rocketmq.acl.plain.file`.
+    pub acl_plain_file: PathBuf,
 }
 
 impl Default for NamesrvConfig {
@@ -29,6 +34,8 @@ impl Default for NamesrvConfig {
             scan_not_active_broker_interval: 5000,
             broker_channel_expired_time: 120_000,
             frame_max_length: 16 * 1024 * 1024,
+            acl_enable: false,
+            acl_plain_file: PathBuf::from("conf/plain_acl.yml"),
         }
     }
 }
@@ -39,6 +46,8 @@ settings!(NamesrvConfig {
     "scanNotActiveBrokerInterval" => scan_not_active_broker_interval vet positive,
     "brokerChannelExpiredTime" => broker_channel_expired_time vet positive,
     "frameMaxLength" => frame_max_length vet positive,
+    "aclEnable" => acl_enable,
+    "rocketmq.acl.plain.file" => acl_plain_file,
 });
 
 impl NamesrvConfig {
