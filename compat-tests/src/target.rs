@@ -59,6 +59,19 @@ pub struct Options {
     pub broker_settings: Vec<(&'static str, String)>,
     /// `enablePropertyFilter` (Java's default is off; the SQL92 scenarios need it on).
     pub enable_property_filter: bool,
+    /// ACL 1.0 on (`aclEnable=true`) with this `plain_acl.yml`; Apache reads it from
+    /// `$ROCKETMQ_HOME/conf/`, Skiff from `rocketmq.acl.plain.file`. Apache 5.3 has no ACL 1.0
+    /// (its `aclEnable` does nothing): run these against `SKIFF_COMPAT_APACHE_VERSION=4.9.7`.
+    pub acl: Option<AclOptions>,
+}
+
+/// The ACL file of a target, and the admin account of it that the harness signs its own probes
+/// with.
+#[derive(Debug, Clone)]
+pub struct AclOptions {
+    pub plain_acl_yml: String,
+    pub probe_access_key: String,
+    pub probe_secret_key: String,
 }
 
 impl Options {
@@ -73,6 +86,7 @@ impl Options {
             max_message_size: 4 * 1024 * 1024,
             broker_settings: Vec::new(),
             enable_property_filter: true,
+            acl: None,
         })
     }
 }
@@ -290,14 +304,50 @@ impl Target {
             ("flushConsumerOffsetInterval", "1000".into()),
             ("enablePropertyFilter", o.enable_property_filter.to_string()),
         ];
+        if o.acl.is_some() {
+            settings.push(("aclEnable", "true".into()));
+        }
         settings.extend(o.broker_settings.iter().cloned());
         settings
     }
 
+    /// Where the target reads its `plain_acl.yml`.
+    pub fn acl_file(&self, kind: TargetKind) -> PathBuf {
+        match kind {
+            TargetKind::Skiff => self.dir.join("plain_acl.yml"),
+            TargetKind::Apache => self.dir.join("home/conf/plain_acl.yml"),
+        }
+    }
+
+    /// Replaces the target's `plain_acl.yml` (the brokers reload it by themselves).
+    pub fn write_acl(&self, yml: &str) -> Result<()> {
+        let path = self.acl_file(self.kind());
+        fs::create_dir_all(path.parent().expect("a parent"))?;
+        // Written aside and renamed, so a poll never reads half a file.
+        let tmp = path.with_extension("yml.tmp");
+        fs::write(&tmp, yml)?;
+        fs::rename(&tmp, &path)?;
+        Ok(())
+    }
+
     fn write_config(&self, kind: TargetKind) -> Result<()> {
+        if let Some(acl) = &self.opts.acl {
+            let path = self.acl_file(kind);
+            if !path.exists() {
+                fs::create_dir_all(path.parent().expect("a parent"))?;
+                fs::write(&path, &acl.plain_acl_yml)?;
+            }
+        }
         match kind {
             TargetKind::Skiff => {
                 let mut toml = String::new();
+                if self.opts.acl.is_some() {
+                    // A dotted key must be quoted in TOML.
+                    toml.push_str(&format!(
+                        "\"rocketmq.acl.plain.file\" = \"{}\"\n",
+                        self.acl_file(kind).display()
+                    ));
+                }
                 for (k, v) in self.common_settings() {
                     if v.parse::<u64>().is_ok() || v == "true" || v == "false" {
                         toml.push_str(&format!("{k} = {v}\n"));
@@ -501,7 +551,16 @@ impl Target {
             bail!("name server does not list {addr} yet");
         }
         let mut b = Conn::connect(&addr, wait)?;
-        let hb = b.call(code::HEART_BEAT, 2, &[], &remoting::empty_heartbeat(), wait)?;
+        let body = remoting::empty_heartbeat();
+        let signed = self.opts.acl.as_ref().map(|acl| {
+            remoting::signed_fields(&[], &body, &acl.probe_access_key, &acl.probe_secret_key)
+        });
+        let fields: Vec<(&str, &str)> = signed
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let hb = b.call(code::HEART_BEAT, 2, &fields, &body, wait)?;
         if hb.code() != 0 {
             bail!("heartbeat answered {} {}", hb.code(), hb.remark());
         }

@@ -4,9 +4,9 @@
 //!
 //! The codec turns a frame into a protocol-neutral [`AccessRequest`]
 //! ([`skiff_protocol::remoting::access_request`]); [`AccessControl::authorize`] decides with the
-//! file's current contents. The file is polled every 500 ms on a thread of its own (Java's
-//! `FileWatchService` period) and a changed file replaces the accounts at once; a file that no
-//! longer parses keeps the previous accounts and logs why.
+//! file's current contents. The file is polled every 500 ms on a thread of its own (Java 4.9's
+//! `AclFileWatchService` looks every 5 s) and a changed file replaces the accounts at once; a
+//! file that no longer parses keeps the previous accounts and logs why.
 //!
 //! This module knows no transport and no store: it reads one YAML file and answers yes or no.
 
@@ -29,7 +29,8 @@ pub use address::AddressRule;
 pub use plain::{check_permission, parse_perm, Account, PlainAcl};
 pub use signature::sign;
 
-/// How often the file is checked for changes (Java's `FileWatchService` interval).
+/// How often the file is checked for changes (`FileWatchService`'s period; Java's ACL watcher
+/// uses 5 s).
 pub const WATCH_INTERVAL: Duration = Duration::from_millis(500);
 
 /// What Java's remark starts with: `RemotingHelper.exceptionSimpleDesc` of the AclException.
@@ -39,6 +40,9 @@ const EXCEPTION: &str = "org.apache.rocketmq.acl.common.AclException";
 pub struct AccessControl {
     path: PathBuf,
     current: RwLock<Arc<PlainAcl>>,
+    /// The name server's mode: only admin requests (route changes) are checked; route queries
+    /// stay open to anyone, as on Java's name server, so clients see the same errors.
+    admin_only: bool,
 }
 
 /// Why the ACL file could not be used at start.
@@ -53,7 +57,7 @@ pub enum AclFileError {
 impl AccessControl {
     /// Reads `path` and starts watching it for changes; the watcher ends when the returned
     /// value is dropped.
-    pub fn start(path: &Path) -> Result<Arc<AccessControl>, AclFileError> {
+    pub fn start(path: &Path, scope: Scope) -> Result<Arc<AccessControl>, AclFileError> {
         let text = std::fs::read(path).map_err(|e| AclFileError::Read(path.to_path_buf(), e))?;
         let acl = parse_bytes(&text).map_err(|e| AclFileError::Invalid(path.to_path_buf(), e))?;
         info!(file = %path.display(), accounts = acl.accounts.len(),
@@ -61,6 +65,7 @@ impl AccessControl {
         let control = Arc::new(AccessControl {
             path: path.to_path_buf(),
             current: RwLock::new(Arc::new(acl)),
+            admin_only: scope == Scope::AdminOnly,
         });
         let weak = Arc::downgrade(&control);
         std::thread::Builder::new()
@@ -78,6 +83,9 @@ impl AccessControl {
     /// Checks one request from `peer`; `Err` is the reply Java sends: SYSTEM_ERROR with the
     /// AclException as remark.
     pub fn authorize(&self, peer: IpAddr, request: &AccessRequest) -> Result<(), Reply> {
+        if self.admin_only && !request.admin {
+            return Ok(());
+        }
         self.current()
             .validate(peer, request)
             .map_err(|why| Reply::error(ErrorKind::SystemError, refusal_remark(&why)))
@@ -88,10 +96,22 @@ impl AccessControl {
     }
 }
 
+/// Which requests a server checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// The broker: every request, as Java's broker.
+    Every,
+    /// The name server: requests that change routes or configuration (register or unregister a
+    /// broker, KV config, write permissions, topic deletion) need an admin account; route queries
+    /// are answered to anyone, as Java's name server (which checks no ACL) answers them.
+    AdminOnly,
+}
+
 /// What a server starts with: the file's accounts when `acl_enable`, else one warning that the
 /// server is open to anyone.
 pub fn start_for(
     server: &str,
+    scope: Scope,
     acl_enable: bool,
     file_setting: &Path,
 ) -> Result<Option<Arc<AccessControl>>, AclFileError> {
@@ -101,7 +121,7 @@ pub fn start_for(
     }
     let home = std::env::var_os("ROCKETMQ_HOME").map(PathBuf::from);
     let path = resolve_file(file_setting, home.as_deref());
-    AccessControl::start(&path).map(Some)
+    AccessControl::start(&path, scope).map(Some)
 }
 
 /// `skiff standalone` with ACL on: the `innerClientAuthenticationCredentials` JSON of the first
@@ -232,7 +252,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("plain_acl.yml");
         std::fs::write(&path, account("secret-one")).unwrap();
-        let control = AccessControl::start(&path).unwrap();
+        let control = AccessControl::start(&path, Scope::Every).unwrap();
         let peer: IpAddr = "127.0.0.1".parse().unwrap();
         assert!(control
             .authorize(peer, &request("producer1", "secret-one"))
@@ -272,13 +292,19 @@ mod tests {
     fn a_missing_or_invalid_file_stops_the_start_with_its_name() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("plain_acl.yml");
-        let e = AccessControl::start(&path).err().unwrap().to_string();
+        let e = AccessControl::start(&path, Scope::Every)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(
             e.contains("plain_acl.yml") && e.contains("rocketmq.acl.plain.file"),
             "{e}"
         );
         std::fs::write(&path, "accounts:\n  - accessKey: x\n").unwrap();
-        let e = AccessControl::start(&path).err().unwrap().to_string();
+        let e = AccessControl::start(&path, Scope::Every)
+            .err()
+            .unwrap()
+            .to_string();
         assert!(e.contains("length should longer than 6"), "{e}");
     }
 

@@ -356,7 +356,12 @@ pub struct Broker {
 impl Broker {
     /// Opens the store, binds the listener, registers with the name servers and starts serving.
     pub async fn start(config: BrokerConfig) -> anyhow::Result<Broker> {
-        let acl = crate::acl::start_for("broker", config.acl_enable, &config.acl_plain_file)?;
+        let acl = crate::acl::start_for(
+            "broker",
+            crate::acl::Scope::Every,
+            config.acl_enable,
+            &config.acl_plain_file,
+        )?;
         let bind = SocketAddr::new(config.bind_address, config.listen_port);
         let listener = TcpListener::bind(bind).await.with_context(|| {
             format!("cannot listen on {bind}: is another broker running? choose another listenPort")

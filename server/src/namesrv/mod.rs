@@ -114,7 +114,12 @@ pub struct NameServer {
 impl NameServer {
     /// Binds the listener and starts serving and scanning for dead brokers.
     pub async fn start(config: NamesrvConfig) -> anyhow::Result<NameServer> {
-        let acl = crate::acl::start_for("name server", config.acl_enable, &config.acl_plain_file)?;
+        let acl = crate::acl::start_for(
+            "name server",
+            crate::acl::Scope::AdminOnly,
+            config.acl_enable,
+            &config.acl_plain_file,
+        )?;
         let bind = SocketAddr::new(config.bind_address, config.listen_port);
         let listener = TcpListener::bind(bind).await.with_context(|| {
             format!(
