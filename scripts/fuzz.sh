@@ -61,6 +61,12 @@ seeds() {
         sql "a CONTAINS 'bc' AND b STARTSWITH 'a' AND TAGS ENDSWITH 'c'" "abc" strings
         sql "a = TRUE OR b = 1.5e3" "true" literals
         ;;
+    acl)
+        # Even first byte: a plain_acl.yml; odd: [code][field count]([name][len][value])* body.
+        { printf '\0'; cat "$root/protocol/fuzz/seeds/plain_acl.yml"; } >"$dir/plain-acl"
+        printf '\1\016\003\000\011skiffUser\007\006TopicA\006\002pgbody' >"$dir/send-v2"
+        printf '\1\006\002\000\011skiffUser\001\003bad{"consumerDataSet":[]}' >"$dir/heartbeat"
+        ;;
     esac
 }
 

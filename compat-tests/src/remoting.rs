@@ -259,6 +259,32 @@ impl Conn {
     }
 }
 
+/// `ext` plus the `AccessKey` and `Signature` fields `AclClientRPCHook` adds for `(access_key,
+/// secret_key)`: HMAC-SHA1 (base64) of the field values sorted by name, then the body.
+pub fn signed_fields(
+    ext: &[(&str, &str)],
+    body: &[u8],
+    access_key: &str,
+    secret_key: &str,
+) -> Vec<(String, String)> {
+    use base64::Engine;
+    use hmac::{Hmac, Mac};
+    let mut fields: std::collections::BTreeMap<String, String> = ext
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    fields.insert("AccessKey".into(), access_key.into());
+    let mut mac = <Hmac<sha1::Sha1> as Mac>::new_from_slice(secret_key.as_bytes())
+        .expect("HMAC takes any key");
+    for v in fields.values() {
+        mac.update(v.as_bytes());
+    }
+    mac.update(body);
+    let signature = base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+    fields.insert("Signature".into(), signature);
+    fields.into_iter().collect()
+}
+
 /// HEART_BEAT body of a client with no producers or consumers.
 pub fn empty_heartbeat() -> Vec<u8> {
     br#"{"clientID":"skiff-compat-probe","consumerDataSet":[],"producerDataSet":[]}"#.to_vec()

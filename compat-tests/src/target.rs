@@ -66,6 +66,19 @@ pub struct Options {
     /// The Apache broker's heap and GC flags; `None` for the harness's small heap (benchmarks
     /// give runbroker.sh's production flags here).
     pub apache_broker_jvm: Option<Vec<String>>,
+    /// ACL 1.0 on (`aclEnable=true`) with this `plain_acl.yml`; Apache reads it from
+    /// `$ROCKETMQ_HOME/conf/`, Skiff from `rocketmq.acl.plain.file`. Apache 5.3 has no ACL 1.0
+    /// (its `aclEnable` does nothing): run these against `SKIFF_COMPAT_APACHE_VERSION=4.9.7`.
+    pub acl: Option<AclOptions>,
+}
+
+/// The ACL file of a target, and the admin account of it that the harness signs its own probes
+/// with.
+#[derive(Debug, Clone)]
+pub struct AclOptions {
+    pub plain_acl_yml: String,
+    pub probe_access_key: String,
+    pub probe_secret_key: String,
 }
 
 impl Options {
@@ -82,6 +95,7 @@ impl Options {
             enable_property_filter: true,
             tls: None,
             apache_broker_jvm: None,
+            acl: None,
         })
     }
 }
@@ -316,14 +330,50 @@ impl Target {
             ("flushConsumerOffsetInterval", "1000".into()),
             ("enablePropertyFilter", o.enable_property_filter.to_string()),
         ];
+        if o.acl.is_some() {
+            settings.push(("aclEnable", "true".into()));
+        }
         settings.extend(o.broker_settings.iter().cloned());
         settings
     }
 
+    /// Where the target reads its `plain_acl.yml`.
+    pub fn acl_file(&self, kind: TargetKind) -> PathBuf {
+        match kind {
+            TargetKind::Skiff => self.dir.join("plain_acl.yml"),
+            TargetKind::Apache => self.dir.join("home/conf/plain_acl.yml"),
+        }
+    }
+
+    /// Replaces the target's `plain_acl.yml` (the brokers reload it by themselves).
+    pub fn write_acl(&self, yml: &str) -> Result<()> {
+        let path = self.acl_file(self.kind());
+        fs::create_dir_all(path.parent().expect("a parent"))?;
+        // Written aside and renamed, so a poll never reads half a file.
+        let tmp = path.with_extension("yml.tmp");
+        fs::write(&tmp, yml)?;
+        fs::rename(&tmp, &path)?;
+        Ok(())
+    }
+
     fn write_config(&self, kind: TargetKind) -> Result<()> {
+        if let Some(acl) = &self.opts.acl {
+            let path = self.acl_file(kind);
+            if !path.exists() {
+                fs::create_dir_all(path.parent().expect("a parent"))?;
+                fs::write(&path, &acl.plain_acl_yml)?;
+            }
+        }
         match kind {
             TargetKind::Skiff => {
                 let mut toml = String::new();
+                if self.opts.acl.is_some() {
+                    // A dotted key must be quoted in TOML.
+                    toml.push_str(&format!(
+                        "\"rocketmq.acl.plain.file\" = \"{}\"\n",
+                        self.acl_file(kind).display()
+                    ));
+                }
                 let tls = self
                     .opts
                     .tls
@@ -543,7 +593,16 @@ impl Target {
             bail!("name server does not list {addr} yet");
         }
         let mut b = self.connect(&addr, wait)?;
-        let hb = b.call(code::HEART_BEAT, 2, &[], &remoting::empty_heartbeat(), wait)?;
+        let body = remoting::empty_heartbeat();
+        let signed = self.opts.acl.as_ref().map(|acl| {
+            remoting::signed_fields(&[], &body, &acl.probe_access_key, &acl.probe_secret_key)
+        });
+        let fields: Vec<(&str, &str)> = signed
+            .iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let hb = b.call(code::HEART_BEAT, 2, &fields, &body, wait)?;
         if hb.code() != 0 {
             bail!("heartbeat answered {} {}", hb.code(), hb.remark());
         }

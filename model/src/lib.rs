@@ -13,6 +13,7 @@
 //! any I/O: it is plain data and pure functions so that codecs, store and server can all depend on
 //! it without depending on each other.
 
+pub mod acl;
 pub mod command;
 pub mod consumer;
 pub mod delay;

@@ -12,6 +12,7 @@
 //! It must not know wire layouts — request codes, header fields and body formats belong to
 //! `skiff-protocol` — nor file formats of the message store, which belong to `skiff-store`.
 
+pub mod acl;
 pub mod broker;
 pub mod config;
 pub mod namesrv;

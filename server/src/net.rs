@@ -97,6 +97,11 @@ pub trait Service: Send + Sync + 'static {
 
     /// The connection closed (or failed); forget what was tied to it.
     fn on_disconnect(&self, _channel: &ClientChannel) {}
+
+    /// ACL: when set, every request is checked before it is decoded or handled.
+    fn access_control(&self) -> Option<&crate::acl::AccessControl> {
+        None
+    }
 }
 
 struct ChannelInner {
@@ -385,6 +390,19 @@ async fn dispatch<S: Service>(
         }
         return;
     };
+    if let Some(acl) = service.access_control() {
+        let access = remoting::access_request(&command);
+        if let Err(refused) = acl.authorize(ctx.channel.peer().ip(), &access) {
+            drop(permit);
+            debug!(peer = %ctx.channel.peer(), code = command.code, "request refused by the ACL");
+            if !command.is_oneway() {
+                ctx.channel
+                    .send(remoting::encode_reply(&command, refused))
+                    .await;
+            }
+            return;
+        }
+    }
     let handled = match remoting::decode_request(&command) {
         Ok(request) => service.clone().handle(ctx, request),
         Err(error) => Handled::Now(Reply::Error(error)),

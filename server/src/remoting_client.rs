@@ -49,6 +49,8 @@ struct Inner {
 pub struct RemotingClient {
     inner: Arc<Inner>,
     _guard: Arc<CloseOnDrop>,
+    /// Signs every request as `AclClientRPCHook` does, for servers with ACL on.
+    credentials: Option<Arc<crate::acl::Credentials>>,
 }
 
 struct CloseOnDrop(CancellationToken);
@@ -167,7 +169,22 @@ impl RemotingClient {
         RemotingClient {
             inner,
             _guard: Arc::new(CloseOnDrop(closed)),
+            credentials: None,
         }
+    }
+
+    /// This client, signing its requests with `credentials` from now on.
+    pub fn signed_by(mut self, credentials: Option<Arc<crate::acl::Credentials>>) -> Self {
+        self.credentials = credentials;
+        self
+    }
+
+    fn frame(&self, request: &Request, opaque: i32, oneway: bool) -> RemotingCommand {
+        let mut frame = remoting::encode_request(request, opaque, oneway);
+        if let Some(credentials) = &self.credentials {
+            crate::acl::sign_command(&mut frame, credentials);
+        }
+        frame
     }
 
     /// The address this client connected to.
@@ -185,7 +202,7 @@ impl RemotingClient {
         let opaque = self.inner.next_opaque.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.inner.pending.lock().insert(opaque, tx);
-        let frame = remoting::encode_request(request, opaque, false);
+        let frame = self.frame(request, opaque, false);
         let result = tokio::time::timeout(timeout, async {
             self.inner
                 .outbound
@@ -214,7 +231,7 @@ impl RemotingClient {
     /// Sends `request` without waiting for (or getting) a reply.
     pub async fn invoke_oneway(&self, request: &Request) -> Result<(), ClientError> {
         let opaque = self.inner.next_opaque.fetch_add(1, Ordering::Relaxed);
-        let frame = remoting::encode_request(request, opaque, true);
+        let frame = self.frame(request, opaque, true);
         self.inner
             .outbound
             .send(frame)

@@ -55,6 +55,16 @@ impl From<ConfigError> for Failure {
 
 pub async fn standalone(args: StandaloneArgs) -> Result<(), Failure> {
     let (namesrv_config, mut broker_config) = settings::standalone(&args)?;
+    if broker_config.acl_enable
+        && broker_config
+            .inner_client_authentication_credentials
+            .is_none()
+    {
+        // The broker registers with the name server next to it as an admin of their shared file.
+        let json = skiff_server::acl::standalone_credentials(&broker_config.acl_plain_file)
+            .map_err(Failure::Start)?;
+        broker_config.inner_client_authentication_credentials = Some(json);
+    }
     let signals = StopSignals::install().map_err(Failure::Signals)?;
     let namesrv_bind = SocketAddr::new(namesrv_config.bind_address, namesrv_config.listen_port);
     let namesrv = NameServer::start(namesrv_config)

@@ -90,9 +90,12 @@ fn standalone_with_env(
     }
     apply_env(env, |key, value| broker.set(key, value))?;
     apply_sets(&args.set, |key, value| broker.set(key, value))?;
-    // One process, one set of `tls.*` settings for both listeners.
+    // One process, one set of `tls.*` settings for both listeners, and one ACL file: the name
+    // server checks the broker's accounts.
     let namesrv = NamesrvConfig {
         tls: broker.tls.clone(),
+        acl_enable: broker.acl_enable,
+        acl_plain_file: broker.acl_plain_file.clone(),
         ..namesrv
     };
     namesrv.validate()?;

@@ -7,6 +7,7 @@
 //! Client side (Skiff's tools, broker → name server, broker → consumer): [`encode_request`] and
 //! [`decode_reply`].
 
+pub mod access;
 mod body;
 pub mod codes;
 mod command;
@@ -17,6 +18,7 @@ mod pop;
 mod reply;
 mod request;
 
+pub use access::access_request;
 pub use command::{Body, LanguageCode, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
 pub use frame::{decode_frame, encode_frame, CodecError, RemotingCodec};
 pub use reply::{decode_reply, encode_reply, ReplyDecodeError};

@@ -79,6 +79,8 @@ pub(crate) struct BrokerState {
     name_servers: NameServerLink,
     schedule: ScheduleService,
     pop: pop::PopService,
+    /// `aclEnable`: the accounts every request is checked against.
+    acl: Option<Arc<crate::acl::AccessControl>>,
 }
 
 impl BrokerState {
@@ -106,6 +108,7 @@ impl BrokerState {
             stats: BrokerStats::new(now_millis()),
             name_servers: NameServerLink::new(&config),
             pop: pop::PopService::new(&config),
+            acl: None,
             broker_addr,
             store_host,
             store,
@@ -116,6 +119,10 @@ impl BrokerState {
 }
 
 impl Service for BrokerState {
+    fn access_control(&self) -> Option<&crate::acl::AccessControl> {
+        self.acl.as_deref()
+    }
+
     fn handle(self: Arc<Self>, ctx: &RequestContext, request: Request) -> Handled {
         match request {
             Request::Send(send) => send::handle(&self, ctx, send),
@@ -355,6 +362,12 @@ impl Broker {
     /// Opens the store, binds the listener, registers with the name servers and starts serving.
     pub async fn start(config: BrokerConfig) -> anyhow::Result<Broker> {
         let tls = crate::tls::ServerTls::from_config(&config.tls, "broker")?;
+        let acl = crate::acl::start_for(
+            "broker",
+            crate::acl::Scope::Every,
+            config.acl_enable,
+            &config.acl_plain_file,
+        )?;
         let bind = SocketAddr::new(config.bind_address, config.listen_port);
         let listener = TcpListener::bind(bind).await.with_context(|| {
             format!("cannot listen on {bind}: is another broker running? choose another listenPort")
@@ -381,13 +394,15 @@ impl Broker {
             tokio::task::spawn_blocking(move || ScheduleService::start(&config, store)).await??
         };
 
-        let state = Arc::new(BrokerState::new(
+        let mut state = BrokerState::new(
             config,
             broker_addr.clone(),
             store_host,
             store.clone(),
             schedule,
-        ));
+        );
+        state.acl = acl;
+        let state = Arc::new(state);
         state.topics.persist_if_changed_at_load();
         {
             // The revive log is replayed before anyone can pop or ack.

@@ -31,6 +31,8 @@ pub(super) struct NameServerLink {
     use_tls: bool,
     /// One connection per name server; the lock also serializes registrations.
     clients: Mutex<HashMap<String, RemotingClient>>,
+    /// `innerClientAuthenticationCredentials`: signs registrations for name servers with ACL on.
+    credentials: Option<Arc<crate::acl::Credentials>>,
 }
 
 impl NameServerLink {
@@ -51,6 +53,11 @@ impl NameServerLink {
             addrs,
             use_tls: config.tls.client_uses_tls(config.use_tls),
             clients: Mutex::new(HashMap::new()),
+            credentials: config
+                .inner_client_authentication_credentials
+                .as_deref()
+                .and_then(|json| crate::acl::Credentials::parse(json).ok())
+                .map(Arc::new),
         }
     }
 
@@ -86,7 +93,7 @@ impl NameServerLink {
 
     async fn send(&self, clients: &mut HashMap<String, RemotingClient>, request: &Request) {
         for addr in &self.addrs {
-            let Some(client) = connected(clients, addr, self.use_tls).await else {
+            let Some(client) = connected(clients, addr, self.use_tls, &self.credentials).await else {
                 continue;
             };
             match client.invoke(request, REQUEST_TIMEOUT).await {
@@ -127,12 +134,14 @@ async fn connected(
     clients: &mut HashMap<String, RemotingClient>,
     addr: &str,
     tls: bool,
+    credentials: &Option<Arc<crate::acl::Credentials>>,
 ) -> Option<RemotingClient> {
     if let Some(client) = clients.get(addr).filter(|c| !c.is_closed()) {
         return Some(client.clone());
     }
     match RemotingClient::connect_with(addr, CONNECT_TIMEOUT, tls).await {
         Ok(client) => {
+            let client = client.signed_by(credentials.clone());
             clients.insert(addr.to_string(), client.clone());
             Some(client)
         }

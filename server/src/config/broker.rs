@@ -151,6 +151,14 @@ pub struct BrokerConfig {
     pub rebalance_lock_max_live_time: u64,
     /// Whether SQL92 subscriptions are served (Java's `enablePropertyFilter`, off by default).
     pub enable_property_filter: bool,
+    /// ACL 1.0: every request must be signed by an account of the ACL file (Java's `aclEnable`).
+    pub acl_enable: bool,
+    /// The ACL file (Java's system property `rocketmq.acl.plain.file`), relative to
+    /// `$ROCKETMQ_HOME` unless absolute.
+    pub acl_plain_file: PathBuf,
+    /// `{"accessKey":"…","secretKey":"…"}`: the account this broker signs its own requests to
+    /// name servers with (Java 5.x's `innerClientAuthenticationCredentials`).
+    pub inner_client_authentication_credentials: Option<String>,
 }
 
 impl Default for BrokerConfig {
@@ -235,6 +243,9 @@ impl Default for BrokerConfig {
             pop_from_retry_probability: 20,
             rebalance_lock_max_live_time: 60_000,
             enable_property_filter: false,
+            acl_enable: false,
+            acl_plain_file: PathBuf::from("conf/plain_acl.yml"),
+            inner_client_authentication_credentials: None,
         }
     }
 }
@@ -317,7 +328,22 @@ settings!(BrokerConfig {
     "popFromRetryProbability" => pop_from_retry_probability vet percent,
     "rebalanceLockMaxLiveTime" => rebalance_lock_max_live_time vet positive,
     "enablePropertyFilter" => enable_property_filter,
+    "aclEnable" => acl_enable,
+    "rocketmq.acl.plain.file" => acl_plain_file,
+    "innerClientAuthenticationCredentials" => inner_client_authentication_credentials vet inner_credentials,
 } .. tls);
+
+/// `innerClientAuthenticationCredentials` must be the JSON object Java reads.
+fn inner_credentials(value: Option<String>) -> Result<Option<String>, Rejection> {
+    if let Some(text) = &value {
+        crate::acl::Credentials::parse(text).map_err(|why| {
+            Rejection::Expected(format!(
+                "a JSON object {{\"accessKey\":\"...\",\"secretKey\":\"...\"}} ({why})"
+            ))
+        })?;
+    }
+    Ok(value)
+}
 
 impl BrokerConfig {
     /// The defaults plus what Java reads from the environment: `NAMESRV_ADDR`.

@@ -2,7 +2,7 @@
 //! implements, plus `brokerChannelExpiredTime` and `frameMaxLength`, which Java hard-codes.
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::value::positive;
 use super::{set_one, settings, source, ConfigError, TlsConfig};
@@ -21,6 +21,11 @@ pub struct NamesrvConfig {
     pub frame_max_length: usize,
     /// The `tls.*` settings of the listener.
     pub tls: TlsConfig,
+    /// ACL 1.0 on the name server (a Skiff extension: Java's name server checks no ACL). Route
+    /// queries need a signed request of any account, route changes an admin account.
+    pub acl_enable: bool,
+    /// The ACL file, as the broker's `rocketmq.acl.plain.file`.
+    pub acl_plain_file: PathBuf,
 }
 
 impl Default for NamesrvConfig {
@@ -32,6 +37,8 @@ impl Default for NamesrvConfig {
             broker_channel_expired_time: 120_000,
             frame_max_length: 16 * 1024 * 1024,
             tls: TlsConfig::default(),
+            acl_enable: false,
+            acl_plain_file: PathBuf::from("conf/plain_acl.yml"),
         }
     }
 }
@@ -42,6 +49,8 @@ settings!(NamesrvConfig {
     "scanNotActiveBrokerInterval" => scan_not_active_broker_interval vet positive,
     "brokerChannelExpiredTime" => broker_channel_expired_time vet positive,
     "frameMaxLength" => frame_max_length vet positive,
+    "aclEnable" => acl_enable,
+    "rocketmq.acl.plain.file" => acl_plain_file,
 } .. tls);
 
 impl NamesrvConfig {

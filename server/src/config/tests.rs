@@ -402,3 +402,32 @@ fn transaction_settings_have_javas_names_and_defaults() {
     );
     assert!(load_err("broker.conf", "transactionCheckMax=0\n").contains("transactionCheckMax"));
 }
+
+#[test]
+fn acl_settings_have_javas_names() {
+    let c = BrokerConfig::default();
+    assert!(!c.acl_enable);
+    assert_eq!(c.acl_plain_file, Path::new("conf/plain_acl.yml"));
+    let c = load(
+        "broker.conf",
+        "aclEnable=true\nrocketmq.acl.plain.file=/etc/skiff/acl.yml\ninnerClientAuthenticationCredentials={\"accessKey\":\"adminKey1\",\"secretKey\":\"adminSecret1\"}\n",
+    )
+    .unwrap();
+    assert!(c.acl_enable);
+    assert_eq!(c.acl_plain_file, Path::new("/etc/skiff/acl.yml"));
+    assert!(c.inner_client_authentication_credentials.is_some());
+    let c = load(
+        "broker.toml",
+        "aclEnable = true\n\"rocketmq.acl.plain.file\" = \"acl.yml\"\n",
+    )
+    .unwrap();
+    assert_eq!(c.acl_plain_file, Path::new("acl.yml"));
+    let e = load_err(
+        "broker.conf",
+        "innerClientAuthenticationCredentials=admin:secret\n",
+    );
+    assert!(e.contains("innerClientAuthenticationCredentials"), "{e}");
+    let mut n = NamesrvConfig::default();
+    n.set("aclEnable", "true").unwrap();
+    assert!(n.acl_enable);
+}

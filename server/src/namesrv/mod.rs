@@ -24,9 +24,15 @@ pub use route_info::{BrokerIdentity, RouteInfoManager};
 struct NameServerService {
     routes: RouteInfoManager,
     broker_timeout: Duration,
+    /// `aclEnable`: the accounts every request is checked against.
+    acl: Option<Arc<crate::acl::AccessControl>>,
 }
 
 impl Service for NameServerService {
+    fn access_control(&self) -> Option<&crate::acl::AccessControl> {
+        self.acl.as_deref()
+    }
+
     fn handle(self: Arc<Self>, ctx: &RequestContext, request: Request) -> Handled {
         Handled::Now(self.answer(ctx, request))
     }
@@ -109,6 +115,12 @@ impl NameServer {
     /// Binds the listener and starts serving and scanning for dead brokers.
     pub async fn start(config: NamesrvConfig) -> anyhow::Result<NameServer> {
         let tls = crate::tls::ServerTls::from_config(&config.tls, "name server")?;
+        let acl = crate::acl::start_for(
+            "name server",
+            crate::acl::Scope::AdminOnly,
+            config.acl_enable,
+            &config.acl_plain_file,
+        )?;
         let bind = SocketAddr::new(config.bind_address, config.listen_port);
         let listener = TcpListener::bind(bind).await.with_context(|| {
             format!(
@@ -119,6 +131,7 @@ impl NameServer {
         let service = Arc::new(NameServerService {
             routes: RouteInfoManager::default(),
             broker_timeout: Duration::from_millis(config.broker_channel_expired_time),
+            acl,
         });
         let shutdown = CancellationToken::new();
         let server = tokio::spawn(net::serve(

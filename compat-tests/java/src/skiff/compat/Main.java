@@ -50,6 +50,18 @@ public final class Main {
                 case "admin":
                     Admin.run(a);
                     break;
+                case "acl-send-receive":
+                    Acl.sendReceive(a);
+                    break;
+                case "acl-send":
+                    Acl.send(a);
+                    break;
+                case "acl-pull":
+                    Acl.pull(a);
+                    break;
+                case "acl-admin":
+                    Acl.admin(a);
+                    break;
                 case "query":
                     Query.run(a);
                     break;
