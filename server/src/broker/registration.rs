@@ -93,7 +93,8 @@ impl NameServerLink {
 
     async fn send(&self, clients: &mut HashMap<String, RemotingClient>, request: &Request) {
         for addr in &self.addrs {
-            let Some(client) = connected(clients, addr, self.use_tls, &self.credentials).await else {
+            let Some(client) = connected(clients, addr, self.use_tls, &self.credentials).await
+            else {
                 continue;
             };
             match client.invoke(request, REQUEST_TIMEOUT).await {
