@@ -313,7 +313,12 @@ mod tests {
             if line.contains('-') && !line.starts_with(|c: char| c.is_ascii_uppercase()) {
                 mine = line.ends_with(name);
             } else if mine && line.starts_with("Rss:") {
-                total += line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap();
+                total += line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap();
             }
         }
         total
@@ -340,9 +345,15 @@ mod tests {
         assert_eq!(resident_kib(&path_a), 0);
         assert_eq!(resident_kib(&dir.path().join(file_name(size as i64))), 8);
         assert_eq!(a.read(0, size), Some(&bytes[..]));
-        assert_eq!(b.read(0, 3 * OS_PAGE_SIZE), Some(&bytes[..3 * OS_PAGE_SIZE]));
+        assert_eq!(
+            b.read(0, 3 * OS_PAGE_SIZE),
+            Some(&bytes[..3 * OS_PAGE_SIZE])
+        );
         b.append(b"more").unwrap();
-        assert_eq!(queue.flush(0).unwrap(), (size + 3 * OS_PAGE_SIZE + 4) as i64);
+        assert_eq!(
+            queue.flush(0).unwrap(),
+            (size + 3 * OS_PAGE_SIZE + 4) as i64
+        );
         assert_eq!(std::fs::read(&path_a).unwrap(), bytes);
         // A cutoff before the first file releases nothing.
         queue.release_pages_below(-1).unwrap();

@@ -358,8 +358,8 @@ mod tests {
     fn released_pages_keep_every_key() {
         let dir = tempfile::tempdir().unwrap();
         // 1024 slots (one page) and entries over several pages.
-        let file = IndexFile::create(dir.path().join("20240101000000000"), 1024, 2000, 0, 0)
-            .unwrap();
+        let file =
+            IndexFile::create(dir.path().join("20240101000000000"), 1024, 2000, 0, 0).unwrap();
         for i in 0..1500 {
             assert!(file.put_key(&format!("T#k{}", i % 7), i, 1_000_000 + i));
         }

@@ -230,7 +230,10 @@ impl TimerStore {
             .buf()
             .flush()
             .map_err(|e| StoreError::io("timerwheel", e))?;
-        if let Err(e) = self.log.release_pages_below(flushed - self.log_resident_tail) {
+        if let Err(e) = self
+            .log
+            .release_pages_below(flushed - self.log_resident_tail)
+        {
             tracing::debug!(error = %e, "cannot release TimerLog pages");
         }
         self.counter += 1;
