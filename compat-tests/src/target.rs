@@ -346,13 +346,18 @@ impl Target {
     fn apache_command(&self, classpath: &str, main: &str, conf: &str) -> Command {
         let home = self.dir.join("home");
         let mut cmd = Command::new(java::java_bin());
+        let heap = if main.ends_with("BrokerStartup") {
+            settings::apache_broker_jvm()
+        } else {
+            settings::APACHE_DEFAULT_JVM
+                .split_whitespace()
+                .map(String::from)
+                .collect()
+        };
         cmd.current_dir(&self.dir)
             .env("ROCKETMQ_HOME", &home)
+            .args(heap)
             .args([
-                "-Xms256m",
-                "-Xmx512m",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
                 "-Xshare:auto",
                 // The store unmaps files through JDK internals; on Java 17 the 4.9 broker
                 // otherwise fails to recover a store ("Unable to make ... Cleaner.clean()

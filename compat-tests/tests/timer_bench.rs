@@ -95,6 +95,9 @@ fn timer_bench() {
         .lines()
         .find(|l| l.starts_with("RESULT"))
         .map(str::to_string);
+    if let Some(sent) = out.lines().find(|l| l.contains("] sent ")) {
+        println!("{sent}");
+    }
     assert!(
         status.success() && result.is_some(),
         "timer-bench failed ({status}):\n{}\n{}",
