@@ -6,6 +6,9 @@
 //!   and admin calls use request codes a 4.9 broker does not have.
 //! - `SKIFF_COMPAT_APACHE_VERSION=5.3.3` (default): Apache RocketMQ broker version for the
 //!   `apache` target (4.9.8 is not on Maven Central; 4.9.7 is the newest 4.9 broker there).
+//! - `SKIFF_COMPAT_APACHE_BROKER_JVM`: the Apache broker's heap and GC flags, whitespace-separated
+//!   (default `-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1`; the name server keeps
+//!   the default). Benchmarks set `runbroker.sh`'s production flags with it.
 //! - `SKIFF_BIN`: the skiff binary (default: next to the test executable).
 //! - `SKIFF_COMPAT_STORE_CLIENT=5.3.3` (default): the one client version the store tests (crash,
 //!   store compatibility) run with.
@@ -60,6 +63,19 @@ fn parse_versions(v: Option<&str>, default: &str) -> Vec<String> {
 
 pub fn apache_version() -> String {
     var("SKIFF_COMPAT_APACHE_VERSION").unwrap_or_else(|| "5.3.3".into())
+}
+
+/// Heap, GC and JIT flags of the harness's JVMs, small for a machine running many.
+pub const APACHE_DEFAULT_JVM: &str = "-Xms256m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1";
+
+/// The Apache broker's heap, GC and JIT flags (`SKIFF_COMPAT_APACHE_BROKER_JVM`).
+pub fn apache_broker_jvm() -> Vec<String> {
+    var("SKIFF_COMPAT_APACHE_BROKER_JVM")
+        .as_deref()
+        .unwrap_or(APACHE_DEFAULT_JVM)
+        .split_whitespace()
+        .map(String::from)
+        .collect()
 }
 
 pub fn keep_dirs() -> bool {

@@ -433,17 +433,20 @@ impl Target {
     fn apache_command(&self, classpath: &str, main: &str, conf: &str) -> Command {
         let home = self.dir.join("home");
         let mut cmd = Command::new(java::java_bin());
-        cmd.current_dir(&self.dir).env("ROCKETMQ_HOME", &home);
-        match &self.opts.apache_broker_jvm {
-            Some(flags) if main.ends_with("BrokerStartup") => cmd.args(flags),
-            _ => cmd.args([
-                "-Xms256m",
-                "-Xmx512m",
-                "-XX:+UseSerialGC",
-                "-XX:TieredStopAtLevel=1",
-                "-Xshare:auto",
-            ]),
+        // The broker's heap, GC and JIT: a benchmark's own flags, else
+        // `SKIFF_COMPAT_APACHE_BROKER_JVM`, else the harness's small heap (the name server's too).
+        let heap: Vec<String> = match &self.opts.apache_broker_jvm {
+            Some(flags) if main.ends_with("BrokerStartup") => flags.clone(),
+            None if main.ends_with("BrokerStartup") => settings::apache_broker_jvm(),
+            _ => settings::APACHE_DEFAULT_JVM
+                .split_whitespace()
+                .map(String::from)
+                .collect(),
         };
+        cmd.current_dir(&self.dir)
+            .env("ROCKETMQ_HOME", &home)
+            .args(heap)
+            .arg("-Xshare:auto");
         cmd.args([
             // The store unmaps files through JDK internals; on Java 17 the 4.9 broker
             // otherwise fails to recover a store ("Unable to make ... Cleaner.clean()

@@ -17,10 +17,26 @@ use skiff_compat_tests::settings;
 use skiff_compat_tests::suite::unique_id;
 use skiff_compat_tests::target::{FlushDisk, Target};
 
-fn rss_kib(pid: i32) -> Option<u64> {
+/// The broker's resident memory in KiB: `VmRSS`, of which `RssAnon` (heap, stacks) and `RssFile`
+/// (mapped file pages: CommitLog, ConsumeQueue, timer files, the JVM's jars).
+#[derive(Debug, Clone, Copy, Default)]
+struct Rss {
+    total: u64,
+    anon: u64,
+    file: u64,
+}
+
+fn rss_kib(pid: i32) -> Option<Rss> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    };
+    Some(Rss {
+        total: field("VmRSS:")?,
+        anon: field("RssAnon:").unwrap_or(0),
+        file: field("RssFile:").unwrap_or(0),
+    })
 }
 
 #[test]
@@ -44,15 +60,28 @@ fn timer_bench() {
         ("lead-sec", lead_s.as_str()),
         ("threads", "8"),
     ];
-    let before = rss_kib(pid).unwrap_or(0);
+    let before = rss_kib(pid).unwrap_or_default();
     let dir = target.dir().join("runs").join(format!("timer-bench-{id}"));
     let mut bench = client.spawn("timer-bench", &args, &dir).unwrap();
     let started = Instant::now();
     let deadline = started + Duration::from_secs(window + 300);
     let mut peak = before;
+    let mut next_report = 0;
     let status = loop {
         if let Some(rss) = rss_kib(pid) {
-            peak = peak.max(rss);
+            if rss.total > peak.total {
+                peak = rss;
+            }
+            let secs = started.elapsed().as_secs();
+            if secs >= next_report {
+                next_report = secs + 30;
+                println!(
+                    "{secs:>5} s: broker VmRSS {} MiB (anon {} MiB, file {} MiB)",
+                    rss.total / 1024,
+                    rss.anon / 1024,
+                    rss.file / 1024
+                );
+            }
         }
         if let Some(status) = bench.exited().unwrap() {
             break status;
@@ -60,12 +89,15 @@ fn timer_bench() {
         assert!(Instant::now() < deadline, "the benchmark did not finish");
         std::thread::sleep(Duration::from_secs(1));
     };
-    let end = rss_kib(pid).unwrap_or(0);
+    let end = rss_kib(pid).unwrap_or_default();
     let out = bench.stdout();
     let result = out
         .lines()
         .find(|l| l.starts_with("RESULT"))
         .map(str::to_string);
+    if let Some(sent) = out.lines().find(|l| l.contains("] sent ")) {
+        println!("{sent}");
+    }
     assert!(
         status.success() && result.is_some(),
         "timer-bench failed ({status}):\n{}\n{}",
@@ -73,12 +105,14 @@ fn timer_bench() {
         target.logs()
     );
     println!(
-        "{:?} broker: {count} timer messages over {window} s (first due after {lead} s): {} ; broker VmRSS before {} MiB, peak {} MiB, end {} MiB; {:.0?}",
+        "{:?} broker: {count} timer messages over {window} s (first due after {lead} s): {} ; broker VmRSS before {} MiB, peak {} MiB (anon {} MiB, file {} MiB), end {} MiB; {:.0?}",
         target.kind(),
         result.unwrap(),
-        before / 1024,
-        peak / 1024,
-        end / 1024,
+        before.total / 1024,
+        peak.total / 1024,
+        peak.anon / 1024,
+        peak.file / 1024,
+        end.total / 1024,
         started.elapsed()
     );
 }

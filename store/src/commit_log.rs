@@ -27,8 +27,6 @@ pub(crate) const END_FILE_MIN_BLANK_LENGTH: usize = 8;
 const POPULATE_AHEAD: usize = 4 * 1024 * 1024;
 /// The least a call populates (64 pages).
 const POPULATE_STEP: usize = 256 * 1024;
-/// CommitLog bytes behind the write position that stay mapped: what consumers keeping up read.
-pub(crate) const RESIDENT_TAIL: i64 = 256 * 1024 * 1024;
 
 /// Proof that the caller holds the put lock.
 pub(crate) type PutGuard<'a> = MutexGuard<'a, ()>;
@@ -131,15 +129,8 @@ impl CommitLog {
     /// every page written or read since start (Java's `swapMap` does the same for cold files).
     /// Consumers of old data map what they read again, at a minor fault per page.
     pub(crate) fn release_cold_pages(&self, keep: i64) {
-        let cutoff = self.max_offset() - keep;
-        for file in self.files.snapshot().iter() {
-            if file.from() >= cutoff {
-                break;
-            }
-            if let Err(e) = file.release_pages((cutoff - file.from()) as usize) {
-                tracing::debug!(error = %e, "cannot release CommitLog pages");
-                return;
-            }
+        if let Err(e) = self.files.release_pages_below(self.max_offset() - keep) {
+            tracing::debug!(error = %e, "cannot release CommitLog pages");
         }
     }
 

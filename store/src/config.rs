@@ -66,6 +66,11 @@ pub struct StoreConfig {
     pub warm_mapped_file_enable: bool,
     /// `messageIndexEnable`: build the IndexFile (keys and unique keys).
     pub message_index_enable: bool,
+    /// Skiff's `commitLogResidentTail`: CommitLog bytes behind the write position that stay
+    /// mapped in the broker (what consumers keeping up read); older pages are unmapped once a
+    /// second and mapped again by whoever reads them. ConsumeQueues, the TimerLog and the
+    /// IndexFile's entries keep 1/64 of it behind their ends.
+    pub commit_log_resident_tail: u64,
     /// `maxHashSlotNum`: hash slots per IndexFile.
     pub max_hash_slot_num: u32,
     /// `maxIndexNum`: entries per IndexFile.
@@ -160,6 +165,7 @@ impl Default for StoreConfig {
             max_filter_message_size: 16_000,
             warm_mapped_file_enable: false,
             message_index_enable: true,
+            commit_log_resident_tail: 64 * 1024 * 1024,
             max_hash_slot_num: 5_000_000,
             max_index_num: 5_000_000 * 4,
             max_msgs_num_batch: 64,

@@ -556,6 +556,16 @@ impl ConsumeQueue {
         }
     }
 
+    /// Unmaps the queue's pages more than `keep` bytes behind its last entry (see
+    /// [`FileQueue::release_pages_below`]); a short queue is left alone, without a system call.
+    pub(crate) fn release_cold_pages(&self, keep: i64) -> io::Result<()> {
+        let end = self.files.max_offset();
+        if end <= keep {
+            return Ok(());
+        }
+        self.files.release_pages_below(end - keep)
+    }
+
     /// Deletes the queue's files (the one made ahead too) and directory.
     pub(crate) fn destroy(&self) -> io::Result<()> {
         let mut ahead = self.ahead.lock();

@@ -112,6 +112,19 @@ impl FileQueue {
         self.files.load().last().cloned()
     }
 
+    /// Unmaps from this process the pages of every file below `cutoff` (see
+    /// [`MappedFile::release_pages`]): the bytes stay in the file and the page cache, and a
+    /// later read maps them again at a minor fault.
+    pub(crate) fn release_pages_below(&self, cutoff: i64) -> io::Result<()> {
+        for file in self.snapshot().iter() {
+            if file.from() >= cutoff {
+                break;
+            }
+            file.release_pages((cutoff - file.from()) as usize)?;
+        }
+        Ok(())
+    }
+
     /// Start of the first file, or -1 if there is none (Java's `getMinOffset`).
     pub(crate) fn min_offset(&self) -> i64 {
         self.files.load().first().map_or(-1, |f| f.from())
@@ -288,6 +301,62 @@ mod tests {
         assert_eq!(reloaded.max_offset(), 50);
         assert_eq!(reloaded.snapshot().len(), 1);
         assert!(!dir.path().join(file_name(100)).exists());
+    }
+
+    /// Resident KiB of this process's mappings of `path` (`/proc/self/smaps`).
+    fn resident_kib(path: &Path) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let name = path.to_str().unwrap();
+        let mut mine = false;
+        let mut total = 0;
+        for line in smaps.lines() {
+            if line.contains('-') && !line.starts_with(|c: char| c.is_ascii_uppercase()) {
+                mine = line.ends_with(name);
+            } else if mine && line.starts_with("Rss:") {
+                total += line
+                    .split_whitespace()
+                    .nth(1)
+                    .unwrap()
+                    .parse::<u64>()
+                    .unwrap();
+            }
+        }
+        total
+    }
+
+    #[test]
+    fn released_pages_leave_the_resident_set_but_keep_their_bytes() {
+        use crate::mapped_file::OS_PAGE_SIZE;
+        let dir = tempfile::tempdir().unwrap();
+        let size = 8 * OS_PAGE_SIZE;
+        let queue = FileQueue::load(dir.path(), size as u64, &crate::fs::real()).unwrap();
+        let a = queue.create_file(0).unwrap();
+        let b = queue.create_file(size as i64).unwrap();
+        let bytes: Vec<u8> = (0..size).map(|i| (i % 251) as u8).collect();
+        a.append(&bytes).unwrap();
+        b.append(&bytes[..3 * OS_PAGE_SIZE]).unwrap();
+        let path_a = dir.path().join(file_name(0));
+        assert_eq!(resident_kib(&path_a), 32);
+        // Not flushed yet: dirty pages must survive being unmapped. The cutoff is mid-page in
+        // the second file: its first page goes, the partial one stays.
+        queue
+            .release_pages_below(size as i64 + OS_PAGE_SIZE as i64 + 100)
+            .unwrap();
+        assert_eq!(resident_kib(&path_a), 0);
+        assert_eq!(resident_kib(&dir.path().join(file_name(size as i64))), 8);
+        assert_eq!(a.read(0, size), Some(&bytes[..]));
+        assert_eq!(
+            b.read(0, 3 * OS_PAGE_SIZE),
+            Some(&bytes[..3 * OS_PAGE_SIZE])
+        );
+        b.append(b"more").unwrap();
+        assert_eq!(
+            queue.flush(0).unwrap(),
+            (size + 3 * OS_PAGE_SIZE + 4) as i64
+        );
+        assert_eq!(std::fs::read(&path_a).unwrap(), bytes);
+        // A cutoff before the first file releases nothing.
+        queue.release_pages_below(-1).unwrap();
     }
 
     #[test]

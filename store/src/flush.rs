@@ -220,11 +220,23 @@ pub(crate) fn run_consume_queue_flush(shared: Arc<Shared>) {
         // This thread ticks about once a second: a fine clock for the TPS samples, and often
         // enough to keep the CommitLog's resident pages near its tail.
         shared.stats.sample(now);
-        shared
-            .commit_log
-            .release_cold_pages(crate::commit_log::RESIDENT_TAIL);
+        release_cold_pages(&shared);
     }
     flush_consume_queues(&shared, true);
+}
+
+/// Unmaps the pages of the CommitLog more than `commitLogResidentTail` behind its write position,
+/// and of each ConsumeQueue more than 1/64 of that behind its last entry (an entry is 20 bytes, a
+/// message hundreds): the broker's resident set is the tails in use, not every page written or
+/// read since start.
+fn release_cold_pages(shared: &Shared) {
+    let keep = shared.config.commit_log_resident_tail as i64;
+    shared.commit_log.release_cold_pages(keep);
+    for queue in shared.queues.all() {
+        if let Err(e) = queue.release_cold_pages(keep / 64) {
+            tracing::debug!(topic = queue.topic(), queue_id = queue.queue_id(), error = %e, "cannot release consume queue pages");
+        }
+    }
 }
 
 /// Flushes every queue; a thorough flush also persists the checkpoint with the ConsumeQueue

@@ -435,14 +435,14 @@ impl MessageStore {
     }
 
     /// Whether a pull from `queue_offset` reads CommitLog pages the store no longer keeps mapped
-    /// (more than the resident tail, 256 MiB, behind the writer; see `release_cold_pages`): every
+    /// (more than `commit_log_resident_tail` behind the writer; see `release_cold_pages`): every
     /// page it touches faults, a major fault if the page cache dropped it, so the caller should
     /// read on a blocking thread and copy the records out there. Pulls of consumers that keep up
     /// read the tail and stay inline.
     pub fn is_cold_read(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
         self.shared
             .bytes_behind_writer(topic, queue_id, queue_offset)
-            .is_some_and(|behind| behind > crate::commit_log::RESIDENT_TAIL)
+            .is_some_and(|behind| behind > self.shared.config.commit_log_resident_tail as i64)
     }
 
     /// Bytes between the start of the record at `queue_offset` and the CommitLog's end (`None`

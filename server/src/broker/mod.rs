@@ -326,6 +326,7 @@ fn store_config(config: &BrokerConfig, store_host: SocketAddr) -> StoreConfig {
         check_crc_on_recover: config.check_crc_on_recover,
         access_message_in_memory_max_ratio: config.access_message_in_memory_max_ratio,
         warm_mapped_file_enable: config.warm_maped_file_enable,
+        commit_log_resident_tail: config.commit_log_resident_tail,
         message_index_enable: config.message_index_enable,
         max_hash_slot_num: config.max_hash_slot_num,
         max_index_num: config.max_index_num,

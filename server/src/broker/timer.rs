@@ -177,6 +177,7 @@ impl TimerService {
             root_dir: config.store_path_root_dir.clone(),
             precision_ms: config.timer_precision_ms,
             log_file_size: config.mapped_file_size_timer_log,
+            log_resident_tail: config.commit_log_resident_tail / 64,
         })?;
         let mut timer = Timer::recover(config, files, recovered, store, now_millis());
         let stop = Arc::new(AtomicBool::new(false));

@@ -70,6 +70,10 @@ pub struct BrokerConfig {
     pub default_query_max_num: usize,
     /// Touch every page of a new CommitLog segment before it is used.
     pub warm_maped_file_enable: bool,
+    /// Skiff's: CommitLog bytes behind the write position kept mapped in the broker's memory
+    /// (older pages are unmapped once a second; ConsumeQueues, the TimerLog and the IndexFile's
+    /// entries keep 1/64 of it).
+    pub commit_log_resident_tail: u64,
     pub check_crc_on_recover: bool,
     /// Percent of RAM behind the CommitLog head that counts as "in memory".
     pub access_message_in_memory_max_ratio: u32,
@@ -196,6 +200,7 @@ impl Default for BrokerConfig {
             max_msgs_num_batch: 64,
             default_query_max_num: 32,
             warm_maped_file_enable: false,
+            commit_log_resident_tail: 64 * 1024 * 1024,
             check_crc_on_recover: true,
             access_message_in_memory_max_ratio: 40,
             flush_consume_queue_thorough_interval: 60_000,
@@ -283,6 +288,7 @@ settings!(BrokerConfig {
     "maxMsgsNumBatch" => max_msgs_num_batch vet positive,
     "defaultQueryMaxNum" => default_query_max_num vet positive,
     "warmMapedFileEnable" => warm_maped_file_enable,
+    "commitLogResidentTail" => commit_log_resident_tail vet resident_tail,
     "checkCRCOnRecover" => check_crc_on_recover,
     "accessMessageInMemoryMaxRatio" => access_message_in_memory_max_ratio vet percent,
     "flushConsumeQueueThoroughInterval" => flush_consume_queue_thorough_interval,
@@ -534,6 +540,14 @@ fn timer_precision(ms: i64) -> Result<i64, Rejection> {
 }
 
 /// A TimerLog file must hold at least one unit and its end-of-file marker.
+fn resident_tail(bytes: u64) -> Result<u64, Rejection> {
+    if bytes <= 1 << 40 {
+        Ok(bytes)
+    } else {
+        Err(Rejection::Expected("a size from 0 to 1 TiB".into()))
+    }
+}
+
 fn timer_log_size(size: u64) -> Result<u64, Rejection> {
     if size >= 128 && size <= i32::MAX as u64 {
         Ok(size)

@@ -267,6 +267,31 @@ impl IndexFile {
         }
     }
 
+    /// Unmaps from this process the pages of the entries more than `keep` bytes behind the last
+    /// one, or, with `keep` = `None`, of the whole file. Nothing is lost: the mapping is shared and
+    /// file-backed, so a query reading there maps the same bytes again. The hash slots of a file
+    /// being written stay: every put touches one at random.
+    pub(crate) fn release_pages(&self, keep: Option<usize>) -> io::Result<()> {
+        use crate::mapped_file::OS_PAGE_SIZE;
+        let (from, to) = match keep {
+            Some(keep) => (
+                self.entry_pos(0).div_ceil(OS_PAGE_SIZE) * OS_PAGE_SIZE,
+                self.entry_pos(self.index_count()).saturating_sub(keep) / OS_PAGE_SIZE
+                    * OS_PAGE_SIZE,
+            ),
+            None => (0, self.map.len() / OS_PAGE_SIZE * OS_PAGE_SIZE),
+        };
+        if from >= to {
+            return Ok(());
+        }
+        // SAFETY: MADV_DONTNEED on a MAP_SHARED file mapping keeps the contents (the zero-fill
+        // that makes it unsafe in general applies to private and anonymous mappings only).
+        unsafe {
+            self.map
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
+        }
+    }
+
     /// Writes the header into the file and forces everything to disk.
     pub(crate) fn flush(&self) -> io::Result<()> {
         let _write = self.write.lock();
@@ -327,6 +352,27 @@ mod tests {
         let mut found = Vec::new();
         reopened.select(&mut found, "T#k2", 64, 0, i64::MAX);
         assert_eq!(found, vec![204, 203, 202, 201, 200]);
+    }
+
+    #[test]
+    fn released_pages_keep_every_key() {
+        let dir = tempfile::tempdir().unwrap();
+        // 1024 slots (one page) and entries over several pages.
+        let file =
+            IndexFile::create(dir.path().join("20240101000000000"), 1024, 2000, 0, 0).unwrap();
+        for i in 0..1500 {
+            assert!(file.put_key(&format!("T#k{}", i % 7), i, 1_000_000 + i));
+        }
+        file.release_pages(Some(0)).unwrap();
+        file.release_pages(Some(usize::MAX)).unwrap();
+        assert!(file.put_key("T#k0", 1500, 1_001_500));
+        file.release_pages(None).unwrap();
+        let mut found = Vec::new();
+        file.select(&mut found, "T#k0", 1000, 0, i64::MAX);
+        let expected: Vec<i64> = std::iter::once(1500)
+            .chain((0..1500).rev().filter(|i| i % 7 == 0))
+            .collect();
+        assert_eq!(found, expected);
     }
 
     proptest::proptest! {

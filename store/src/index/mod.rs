@@ -12,7 +12,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use bytes::Bytes;
@@ -216,6 +216,25 @@ impl IndexService {
         self.files.store(Arc::new(files[expired..].to_vec()));
     }
 
+    /// Unmaps the pages of every file but the newest, and the newest one's entries more than
+    /// `keep` bytes behind its last (see [`IndexFile::release_pages`]).
+    fn release_cold_pages(&self, keep: usize) {
+        let files = self.files.load();
+        let Some((last, older)) = files.split_last() else {
+            return;
+        };
+        for (file, keep) in older
+            .iter()
+            .map(|f| (f, None))
+            .chain(std::iter::once((last, Some(keep))))
+        {
+            if let Err(e) = file.release_pages(keep) {
+                tracing::debug!(error = %e, "cannot release IndexFile pages");
+                return;
+            }
+        }
+    }
+
     fn flush_last(&self) {
         if let Some(last) = self.files.load().last() {
             if let Err(e) = last.flush() {
@@ -239,7 +258,13 @@ pub(crate) fn run_indexer(shared: Arc<Shared>) {
         None => commit_log.min_offset().max(0),
     };
     let mut key = String::new();
+    let keep = (shared.config.commit_log_resident_tail / 64) as usize;
+    let mut released = Instant::now();
     while shared.index_waker.wait(Duration::from_millis(10)) {
+        if released.elapsed() >= Duration::from_secs(1) {
+            released = Instant::now();
+            index.release_cold_pages(keep);
+        }
         while next < commit_log.max_offset() && !shared.index_waker.is_stopped() {
             next = next.max(commit_log.min_offset());
             let Some(file) = commit_log.files.find(next) else {

@@ -157,6 +157,11 @@ impl TimerLog {
         self.files.flush(0)
     }
 
+    /// Unmaps the pages of the units before `cutoff` from this process.
+    pub(crate) fn release_pages_below(&self, cutoff: i64) -> std::io::Result<()> {
+        self.files.release_pages_below(cutoff)
+    }
+
     /// Recovery: validates units from the file holding `from` to the end, calls `each` for
     /// every valid one with its position, and cuts the log at the first torn or zero unit.
     /// Returns the end of the valid units.

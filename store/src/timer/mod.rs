@@ -36,6 +36,10 @@ pub struct TimerStoreConfig {
     pub precision_ms: i64,
     /// `mappedFileSizeTimerLog`.
     pub log_file_size: u64,
+    /// TimerLog bytes behind its end that stay mapped at each flush (older units are read once,
+    /// when their tick is due, and map their page again then); the broker gives 1/64 of
+    /// `commitLogResidentTail`.
+    pub log_resident_tail: u64,
 }
 
 /// What recovery found.
@@ -55,6 +59,7 @@ pub struct TimerStore {
     log: TimerLog,
     checkpoint: CheckpointFile,
     counter: i64,
+    log_resident_tail: i64,
 }
 
 /// Paths of the timer's files under the store root.
@@ -120,6 +125,7 @@ impl TimerStore {
                 log,
                 checkpoint: checkpoint_file,
                 counter,
+                log_resident_tail: config.log_resident_tail as i64,
             },
             Recovered {
                 checkpoint,
@@ -224,6 +230,12 @@ impl TimerStore {
             .buf()
             .flush()
             .map_err(|e| StoreError::io("timerwheel", e))?;
+        if let Err(e) = self
+            .log
+            .release_pages_below(flushed - self.log_resident_tail)
+        {
+            tracing::debug!(error = %e, "cannot release TimerLog pages");
+        }
         self.counter += 1;
         self.checkpoint.write(&TimerCheckpoint {
             last_read_time_ms: read_time_ms,

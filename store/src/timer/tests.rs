@@ -6,6 +6,7 @@ fn config(dir: &Path) -> TimerStoreConfig {
         root_dir: dir.to_path_buf(),
         precision_ms: 1000,
         log_file_size: 52 * 10 + 16,
+        log_resident_tail: 0,
     }
 }
 

@@ -175,6 +175,7 @@ impl Harness {
             root_dir: self.config.store_path_root_dir.clone(),
             precision_ms: 1000,
             log_file_size: self.config.mapped_file_size_timer_log,
+            log_resident_tail: self.config.commit_log_resident_tail / 64,
         })
         .unwrap();
         Timer::recover(&self.config, files, recovered, self.store.clone(), now)
@@ -329,6 +330,7 @@ fn a_far_message_is_rolled_back_onto_the_timer_topic() {
         root_dir: config.store_path_root_dir.clone(),
         precision_ms: 1000,
         log_file_size: config.mapped_file_size_timer_log,
+        log_resident_tail: config.commit_log_resident_tail / 64,
     })
     .unwrap();
     let mut timer = Timer::recover(&config, files, recovered, h.store.clone(), NOW);

@@ -57,16 +57,15 @@ fn reset_transaction(flag: i32, transaction_type: i32) -> i32 {
     (flag & !sys_flag::TRANSACTION_TYPE_MASK) | transaction_type
 }
 
-/// A half this close to the CommitLog's head was written moments ago and is still mapped (the
-/// store keeps 256 MiB behind the writer), so reading it is a copy, not a disk read. The usual
-/// END_TRANSACTION, sent right after the half, is then resolved on the connection's reader like a
-/// send; an older half (a check's answer, a slow local transaction) is read on the blocking pool.
-/// The hop cost about a tenth of the broker's CPU in the 16-thread transaction benchmark.
-const RECENT_HALF_BYTES: i64 = 64 * 1024 * 1024;
-
+/// A half within `commitLogResidentTail` of the CommitLog's head was written moments ago and is
+/// still mapped, so reading it is a copy, not a disk read. The usual END_TRANSACTION, sent right
+/// after the half, is then resolved on the connection's reader like a send; an older half (a
+/// check's answer, a slow local transaction) is read on the blocking pool. The hop cost about a
+/// tenth of the broker's CPU in the 16-thread transaction benchmark.
 fn is_recent(state: &BrokerState, commit_log_offset: i64) -> bool {
+    let resident_tail = state.config.commit_log_resident_tail as i64;
     commit_log_offset >= 0
-        && commit_log_offset >= state.store.commit_log_max_offset() - RECENT_HALF_BYTES
+        && commit_log_offset >= state.store.commit_log_max_offset() - resident_tail
 }
 
 /// END_TRANSACTION. Reading an older half may touch cold CommitLog pages, so that work runs on a
