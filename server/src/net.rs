@@ -17,7 +17,7 @@
 //! are answered SYSTEM_BUSY before they run; and what is still in progress when the connection
 //! closes (a held pull) is dropped with it.
 //!
-//! With [`serve`] a connection first goes through [`ServerTls::accept`] (told TLS from
+//! With [`serve`] a connection first goes through `ServerTls::accept` (told TLS from
 //! plain by its first byte, handshake bounded by `handshake_timeout`), under the same connection
 //! limit; the frames then flow the same way over either stream.
 
