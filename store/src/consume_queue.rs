@@ -15,8 +15,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-
 use skiff_model::command::BoundaryType;
 
 use crate::error::StoreError;
@@ -102,30 +100,8 @@ pub(crate) struct ConsumeQueue {
     min_logic_offset: AtomicI64,
     /// End (offset + size) of the record of the last entry; -1 when empty.
     max_physic_offset: AtomicI64,
-    /// The next file, made ahead of the writer by the allocation thread; the mutex is held
-    /// while a file of this queue is made, by that thread or by a writer that could not wait.
-    ahead: Mutex<Ahead>,
     /// Set while the allocation thread has a request for this queue.
     ahead_requested: AtomicBool,
-}
-
-#[derive(Default)]
-struct Ahead {
-    /// A made file nobody took yet (not in `files`).
-    next: Option<Arc<MappedFile>>,
-    /// The queue was deleted: nothing more is made for it.
-    destroyed: bool,
-}
-
-/// How close to the end of its last file the writer gets before the next file is made ahead:
-/// an eighth of a file (37,500 entries of a default 6 MB file).
-fn next_file_margin(file_size: usize) -> usize {
-    (file_size / 8).max(ENTRY_SIZE)
-}
-
-/// Deletes a file made ahead that no queue will use.
-fn discard(file: &MappedFile) {
-    let _ = std::fs::remove_file(file.path());
 }
 
 /// Whether `topic` can name a directory under the ConsumeQueue root without escaping it: the
@@ -169,7 +145,6 @@ impl ConsumeQueue {
             files,
             min_logic_offset: AtomicI64::new(min),
             max_physic_offset: AtomicI64::new(-1),
-            ahead: Mutex::new(Ahead::default()),
             ahead_requested: AtomicBool::new(false),
         })
     }
@@ -189,7 +164,6 @@ impl ConsumeQueue {
             files: FileQueue::empty(dir, file_size, fs),
             min_logic_offset: AtomicI64::new(0),
             max_physic_offset: AtomicI64::new(-1),
-            ahead: Mutex::new(Ahead::default()),
             ahead_requested: AtomicBool::new(false),
         })
     }
@@ -261,26 +235,18 @@ impl ConsumeQueue {
         Ok(())
     }
 
-    /// Adds the file starting at `from` to the queue: the one made ahead if it is ready (or being
-    /// made: then this waits for it), else a new one made now.
+    /// Adds a new file starting at `from` to the queue. The next file is not made ahead of the
+    /// writer, as CommitLog segments are: a Java broker opening the store after `kill -9` would
+    /// take an empty file past the queue's end for part of the queue and lose its place in it (a
+    /// Java pull of such a store went unanswered), and Java itself makes ConsumeQueue files only
+    /// when it writes into them.
     fn add_file(&self, from: i64) -> io::Result<()> {
-        let mut ahead = self.ahead.lock();
-        match ahead.next.take() {
-            Some(next) if next.from() == from => {
-                self.files.push_file(next);
-                return Ok(());
-            }
-            // Made for a position the queue no longer has (it was cut by recovery).
-            Some(stale) => discard(&stale),
-            None => {}
-        }
         self.files.create_file(from).map(|_| ())
     }
 
     /// Whether the allocation thread should work on this queue, now that it ends at `offset`:
-    /// the writer is near the end of the blocks allocated in its file, or near the end of the
-    /// last file and the next is not made yet. True at most once until the thread has run
-    /// ([`ConsumeQueue::make_ahead`]); cheap, called after every put.
+    /// the writer is near the end of the blocks allocated in its file. True at most once until
+    /// the thread has run ([`ConsumeQueue::make_ahead`]); cheap, called after every put.
     pub(crate) fn wants_ahead(&self, offset: i64) -> bool {
         if self.ahead_requested.load(Ordering::Acquire) {
             return false;
@@ -294,15 +260,13 @@ impl ConsumeQueue {
         };
         let size = last.size();
         let low_reserve = last.reserved() < (pos + RESERVE_AHEAD / 2).min(size);
-        let no_next =
-            size - pos.min(size) <= next_file_margin(size) && self.ahead.lock().next.is_none();
-        (low_reserve || no_next) && !self.ahead_requested.swap(true, Ordering::AcqRel)
+        low_reserve && !self.ahead_requested.swap(true, Ordering::AcqRel)
     }
 
     /// The allocation thread's work for this queue (asked for by [`ConsumeQueue::wants_ahead`]):
-    /// allocates the blocks of the file being written [`RESERVE_AHEAD`] past the writer and, near
-    /// its end, makes the next file. Errors (a full disk) are the thread's to log: the writer then
-    /// does the same work itself and refuses the put.
+    /// allocates the blocks of the file being written [`RESERVE_AHEAD`] past the writer. Errors (a
+    /// full disk) are the thread's to log: the writer then does the same work itself and refuses
+    /// the put.
     pub(crate) fn make_ahead(&self) -> io::Result<()> {
         let result = self.make_ahead_now();
         self.ahead_requested.store(false, Ordering::Release);
@@ -320,23 +284,6 @@ impl ConsumeQueue {
         if pos < size {
             last.reserve(pos + RESERVE_AHEAD)?;
         }
-        if size - pos.min(size) > next_file_margin(size) {
-            return Ok(());
-        }
-        let mut ahead = self.ahead.lock();
-        // Under `ahead` the writer cannot add a file: `last` is still the last one.
-        if ahead.destroyed
-            || ahead.next.is_some()
-            || self.files.last().is_none_or(|f| f.from() != last.from())
-        {
-            return Ok(());
-        }
-        let next = self.files.make_file(last.end())?;
-        if let Err(e) = next.reserve(RESERVE_AHEAD) {
-            discard(&next);
-            return Err(e);
-        }
-        ahead.next = Some(Arc::new(next));
         Ok(())
     }
 
@@ -549,13 +496,6 @@ impl ConsumeQueue {
         self.files.flush(least_pages).map(|_| ())
     }
 
-    /// Deletes the file made ahead, if any (shutdown: as Java deletes its pre-allocated file).
-    pub(crate) fn discard_ahead(&self) {
-        if let Some(next) = self.ahead.lock().next.take() {
-            discard(&next);
-        }
-    }
-
     /// Unmaps the queue's pages more than `keep` bytes behind its last entry (see
     /// [`FileQueue::release_pages_below`]); a short queue is left alone, without a system call.
     pub(crate) fn release_cold_pages(&self, keep: i64) -> io::Result<()> {
@@ -566,13 +506,8 @@ impl ConsumeQueue {
         self.files.release_pages_below(end - keep)
     }
 
-    /// Deletes the queue's files (the one made ahead too) and directory.
+    /// Deletes the queue's files and directory.
     pub(crate) fn destroy(&self) -> io::Result<()> {
-        let mut ahead = self.ahead.lock();
-        ahead.destroyed = true;
-        if let Some(next) = ahead.next.take() {
-            discard(&next);
-        }
         self.files.destroy()
     }
 
@@ -872,31 +807,26 @@ mod ahead_tests {
     }
 
     #[test]
-    fn the_next_file_is_made_ahead_and_taken_at_the_roll() {
+    fn blocks_are_allocated_ahead_and_no_file_is_made_past_the_end() {
         let dir = tempfile::tempdir().unwrap();
         let cq = queue(dir.path(), &crate::fs::real());
-        let mut made = None;
         for offset in 0..PER_FILE {
             append(&cq, offset);
             if cq.wants_ahead(offset + 1) {
                 // What the allocation thread does when asked.
                 cq.make_ahead().unwrap();
-                if let Some(next) = cq.ahead.lock().next.clone() {
-                    made = Some(next);
-                }
             }
         }
-        let made = made.expect("the next file is made before the writer reaches it");
-        assert!(next_path(dir.path(), 1).exists());
-        assert!(made.reserved() > 0, "its first blocks are allocated");
-        append(&cq, PER_FILE);
-        let files = cq.files.snapshot();
-        assert_eq!(files.len(), 2);
-        assert!(Arc::ptr_eq(&files[1], &made), "the roll took the made file");
-        assert!(cq.ahead.lock().next.is_none());
-        assert_eq!(cq.get(PER_FILE).map(|e| e.offset), Some(PER_FILE * 100));
-        // Asked once per need: no second request while the first is pending.
+        assert!(
+            cq.files.snapshot()[0].reserved() > 0,
+            "the blocks are allocated"
+        );
+        // A Java broker opening this store after kill -9 must find no empty file past the end.
+        assert!(!next_path(dir.path(), 1).exists());
         assert!(!cq.ahead_requested.load(Ordering::Acquire));
+        append(&cq, PER_FILE);
+        assert_eq!(cq.files.snapshot().len(), 2);
+        assert_eq!(cq.get(PER_FILE).map(|e| e.offset), Some(PER_FILE * 100));
     }
 
     #[test]
@@ -913,7 +843,7 @@ mod ahead_tests {
     }
 
     #[test]
-    fn a_full_disk_in_the_background_fails_the_roll_cleanly() {
+    fn a_full_disk_fails_the_roll_cleanly() {
         let dir = tempfile::tempdir().unwrap();
         let faulty = FaultyFs::new();
         let fs: Fs = faulty.clone();
@@ -933,11 +863,6 @@ mod ahead_tests {
                 assert!(crate::fs::is_disk_full(&err));
             }
         }
-        assert!(!faulty.fired().is_empty());
-        assert!(
-            !next_path(dir.path(), 1).exists(),
-            "a file that could not be allocated is gone"
-        );
         let entry = CqEntry {
             offset: PER_FILE * 100,
             size: 100,
@@ -945,6 +870,7 @@ mod ahead_tests {
         };
         let err = cq.append(PER_FILE, &entry.encode()).unwrap_err();
         assert!(crate::fs::is_disk_full(&err), "{err}");
+        assert!(!faulty.fired().is_empty());
         assert_eq!(
             cq.max_offset(),
             PER_FILE,
@@ -956,7 +882,7 @@ mod ahead_tests {
     }
 
     #[test]
-    fn a_deleted_queue_gets_no_file_made_ahead() {
+    fn a_deleted_queue_gets_nothing_allocated() {
         let dir = tempfile::tempdir().unwrap();
         let cq = queue(dir.path(), &crate::fs::real());
         for offset in 0..PER_FILE - 1 {

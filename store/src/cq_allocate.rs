@@ -1,5 +1,5 @@
 //! The ConsumeQueue side of pre-allocation: a thread that keeps each written queue's blocks
-//! allocated past its writer and makes its next file before the writer gets there, as
+//! allocated past its writer (not its next file: see `ConsumeQueue::add_file`), as
 //! [`crate::allocate`] does for CommitLog segments. The put path only asks (an atomic flag and a
 //! push); when the thread is late the writer does the work itself, so nothing is ever lost, only
 //! time under the put lock.

@@ -161,9 +161,8 @@ impl FileQueue {
         Ok(file)
     }
 
-    /// Creates the file starting at `from` without adding it to the list (a file made ahead of
-    /// its writer, added with [`FileQueue::push_file`] when the writer gets there).
-    pub(crate) fn make_file(&self, from: i64) -> io::Result<MappedFile> {
+    /// Creates the file starting at `from` without adding it to the list.
+    fn make_file(&self, from: i64) -> io::Result<MappedFile> {
         let path = self.dir.join(file_name(from));
         MappedFile::create(path, from, self.file_size, &self.fs, false)
     }

@@ -600,9 +600,6 @@ impl MessageStore {
                 tracing::error!("a store service thread panicked");
             }
         }
-        for queue in shared.queues.all() {
-            queue.discard_ahead();
-        }
         flush::flush_consume_queues(shared, true);
         self.abort.remove();
         tracing::info!("message store shut down");
