@@ -16,6 +16,21 @@ cd "$(dirname "$0")/.."
 
 step() { printf '\n==> %s\n' "$*"; }
 
+# The brokers the compat suite starts (Skiff and Apache alike) refuse sends once their disk is 90 %
+# full (diskSpaceWarningLevelRatio), and a build from scratch needs about 12 GB: say so up front
+# instead of failing dozens of scenarios with "service not available" half an hour later.
+step "free disk space (the build, and the brokers' stores under ${TMPDIR:-/tmp})"
+for dir in . "${TMPDIR:-/tmp}"; do
+    used="$(df -P "$dir" | awk 'NR == 2 { sub("%", "", $5); print $5 }')"
+    echo "$(cd "$dir" && pwd): ${used}% used"
+    if [ "$used" -ge 85 ]; then
+        echo "FAILED: $(cd "$dir" && pwd) is ${used}% full; the brokers under test refuse sends at 90 %" \
+            "(diskSpaceWarningLevelRatio). Free some space (old target/ directories, /tmp/skiff-compat)" \
+            "or point TMPDIR at a roomier file system, then run again." >&2
+        exit 1
+    fi
+done
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
 
