@@ -115,6 +115,33 @@ fn both_mode_consumes_what_it_produced() {
     assert_eq!(value(&summary(&stdout, "consume"), "messages"), 2000.0);
 }
 
+/// Halves committed by END_TRANSACTION reach consumers, each once: the transactional load really
+/// is transactions, not plain sends.
+#[test]
+fn transactional_sends_are_committed_and_consumed() {
+    let (_skiff, namesrv) = standalone();
+    let out = bench(&[
+        "both",
+        "--namesrv",
+        &namesrv,
+        "--transaction",
+        "--messages",
+        "500",
+        "--producers",
+        "4",
+        "--queues",
+        "2",
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(value(&summary(&stdout, "produce"), "errors"), 0.0);
+    assert!(
+        stdout.contains("produced=500 consumed=500 missing=0 duplicates=0 unexpected=0 result=ok"),
+        "{stdout}"
+    );
+}
+
 #[test]
 fn timed_async_run_reports_every_interval() {
     let (_skiff, namesrv) = standalone();

@@ -11,6 +11,8 @@ Examples:
     skiff bench
   Producer load like Apache RocketMQ's benchmark (1 KiB, 16 senders), 10 s warm-up, 60 s measured:
     skiff bench produce --producers 16 --size 1024 --warmup 10s --duration 60s
+  Transactional sends as a TransactionMQProducer makes them (half message, then a commit):
+    skiff bench produce --transaction --producers 16
   Asynchronous sends, 8 in flight per producer, with tags and keys:
     skiff bench produce --async --inflight 8 --tags --keys
   Exactly 100000 messages, then consume them all and compare:
@@ -63,6 +65,12 @@ pub struct BenchArgs {
     /// Give every message a key (its sequence number)
     #[arg(long)]
     pub keys: bool,
+
+    /// Send each message as a transaction: a half message, then END_TRANSACTION (oneway) committing
+    /// it, as the Java TransactionMQProducer does when its local transaction commits; the latency
+    /// covers both
+    #[arg(long, conflicts_with = "async_send")]
+    pub transaction: bool,
 
     /// Send asynchronously: each producer keeps --inflight sends outstanding
     #[arg(long = "async")]

@@ -146,6 +146,7 @@ async fn execute(args: BenchArgs) -> Result<bool> {
             body: body(args.size),
             tags: args.tags,
             keys: args.keys,
+            transaction: args.transaction,
             limit: args.messages,
             timeout: args.timeout,
             track: args.mode == Mode::Both,

@@ -1,15 +1,18 @@
 //! Producers: lanes that each keep one SEND_MESSAGE_V2 in flight, spreading messages over the
 //! topic's writable queues round robin. A synchronous producer is one lane; an asynchronous one
-//! is `--inflight` lanes.
+//! is `--inflight` lanes. A transactional lane sends a half message and then commits it with a
+//! oneway END_TRANSACTION, as the Java `TransactionMQProducer` does.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
-use skiff_model::command::{AutoCreateTopic, Reply, Request, SendRequest};
-use skiff_model::message::{keys, Message, Properties};
+use skiff_model::command::{AutoCreateTopic, Reply, Request, SendRequest, SendResult};
+use skiff_model::message::{keys, sys_flag, Message, Properties};
+use skiff_model::record::decode_offset_msg_id;
 use skiff_model::topic::AUTO_CREATE_TOPIC_KEY;
+use skiff_model::transaction::{EndTransactionRequest, TransactionResolution};
 use tokio::task::JoinSet;
 
 use super::ids::{self, Ledger};
@@ -35,6 +38,8 @@ pub struct Producing {
     pub body: Bytes,
     pub tags: bool,
     pub keys: bool,
+    /// Send halves and commit them (`--transaction`).
+    pub transaction: bool,
     /// Total messages to send, warm-up included.
     pub limit: Option<u64>,
     pub timeout: Duration,
@@ -75,10 +80,20 @@ async fn run_lane(ctx: Arc<Producing>, lane: usize) -> (Vec<u64>, Vec<u64>) {
         let request = ctx.message(seq, target);
         let started = Instant::now();
         let outcome = match ctx.pool.client(&target.broker, lane).await {
-            Ok(client) => client
-                .invoke(&request, ctx.timeout)
-                .await
-                .map_err(|e| e.to_string()),
+            Ok(client) => match client.invoke(&request, ctx.timeout).await {
+                Ok(Reply::Sent(sent)) if ctx.transaction => {
+                    let end = ctx.commit(seq, &sent);
+                    match end {
+                        Ok(end) => client
+                            .invoke_oneway(&end)
+                            .await
+                            .map(|()| Reply::Sent(sent))
+                            .map_err(|e| e.to_string()),
+                        Err(e) => Err(e),
+                    }
+                }
+                other => other.map_err(|e| e.to_string()),
+            },
             Err(e) => Err(e.to_string()),
         };
         match outcome {
@@ -123,6 +138,10 @@ impl Producing {
             ids::uniq_key(self.run_id, seq),
         );
         properties.insert(keys::WAIT_STORE_MSG_OK, "true");
+        if self.transaction {
+            properties.insert(keys::TRANSACTION_PREPARED, "true");
+            properties.insert(keys::PRODUCER_GROUP, PRODUCER_GROUP);
+        }
         let born_timestamp = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64);
@@ -130,6 +149,11 @@ impl Producing {
             producer_group: PRODUCER_GROUP.to_string(),
             topic: target.queue.topic.clone(),
             queue_id: target.queue.queue_id,
+            sys_flag: if self.transaction {
+                sys_flag::TRANSACTION_PREPARED_TYPE
+            } else {
+                0
+            },
             born_timestamp,
             // The Java client always names the template topic; brokers need it only for topics
             // they do not have.
@@ -144,5 +168,25 @@ impl Producing {
             }],
             ..SendRequest::default()
         })
+    }
+
+    /// The commit of half `seq` that `sent` acknowledged, as `DefaultMQProducerImpl.endTransaction`
+    /// builds it: the half's queue offset and, from its offset message id, its CommitLog offset.
+    fn commit(&self, seq: u64, sent: &SendResult) -> Result<Request, String> {
+        let commit_log_offset = sent
+            .msg_ids
+            .first()
+            .and_then(|id| decode_offset_msg_id(id))
+            .map(|(_, offset)| offset)
+            .ok_or_else(|| format!("the half's send result has no offset message id: {sent:?}"))?;
+        Ok(Request::EndTransaction(EndTransactionRequest {
+            producer_group: PRODUCER_GROUP.to_string(),
+            tran_state_table_offset: sent.queue_offset,
+            commit_log_offset,
+            resolution: TransactionResolution::Commit,
+            from_transaction_check: false,
+            msg_id: ids::uniq_key(self.run_id, seq),
+            transaction_id: sent.transaction_id.clone(),
+        }))
     }
 }
