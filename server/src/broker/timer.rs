@@ -16,9 +16,15 @@
 //! lost and never early. Without timer files (a store from before, or Java's with
 //! `timerWheelEnable=false`) the state is derived from the timer topic alone, read from its start.
 //!
-//! Not implemented: `TIMER_DEL_UNIQKEY` deletion (a delete marker is dropped, its target still
-//! delivered), flow control by `timerCongestNumEachSlot` (Java's default never limits), timer
-//! messages in a batch (Java's batch path does not look at them either: they go out at once).
+//! Deletion (`TIMER_DEL_UNIQKEY`, what RocketMQ 5's proxy sends to cancel a timer message): a
+//! delete marker is a timer message for the same delivery time whose property names its target
+//! as `REAL_TOPIC+UNIQ_KEY` (`buildDeleteKey`). As in Java it is put in the wheel with the DELETE
+//! magic, never delivered itself, and when its tick opens it keeps every message of that tick
+//! with that key from being delivered; a marker for another tick deletes nothing.
+//!
+//! Not implemented: flow control by `timerCongestNumEachSlot` (Java's default never limits),
+//! timer messages in a batch (Java's batch path does not look at them either: they go out at
+//! once).
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -211,6 +217,14 @@ struct Open {
     tick: OpenTick<Pending>,
     /// For a tick too large to hold: the TimerLog position where streaming continues.
     stream_from: Option<i64>,
+    /// The delete keys (`REAL_TOPIC+UNIQ_KEY`) of the tick's delete markers: messages of the
+    /// tick with one of these are not delivered.
+    deleted: HashSet<String>,
+}
+
+/// `TimerMessageStore.buildDeleteKey`: how a delete marker names the message it cancels.
+fn delete_key(real_topic: &str, uniq_key: &str) -> String {
+    format!("{real_topic}+{uniq_key}")
 }
 
 struct Timer {
@@ -379,7 +393,11 @@ impl Timer {
                 let precision = self.clock.precision_ms();
                 if let Some(open) = self.open.as_mut() {
                     // The open tick was read already: it learns of its new entry here.
-                    if open.tick.slot_ms == slot_ms {
+                    if open.tick.slot_ms == slot_ms && unit_magic & magic::DELETE != 0 && !roll {
+                        if let Some(key) = properties.get(TIMER_DEL_UNIQKEY) {
+                            open.deleted.insert(key.to_string());
+                        }
+                    } else if open.tick.slot_ms == slot_ms {
                         let due = if roll {
                             slot_ms
                         } else {
@@ -452,11 +470,22 @@ impl Timer {
         let mut open = Open {
             tick: OpenTick::new(slot_ms),
             stream_from: None,
+            deleted: HashSet::new(),
         };
         let Some(newest) = self.files.newest(slot_ms) else {
             return open;
         };
         if self.files.count(slot_ms) > EXACT_TICK_LIMIT {
+            // Java reads a tick's delete markers before any of its messages: so does this pass
+            // over the units (markers are few; only theirs are read from the CommitLog).
+            let mut from = Some(newest);
+            while let Some(position) = from {
+                let (units, next) = self.files.walk(slot_ms, position, BATCH);
+                for unit in units.iter().filter(|u| is_delete_marker(u.magic)) {
+                    open.deleted.extend(self.marker_key(unit.offset_py));
+                }
+                from = next;
+            }
             open.stream_from = Some(newest);
             return open;
         }
@@ -464,6 +493,10 @@ impl Timer {
             .files
             .walk(slot_ms, newest, EXACT_TICK_LIMIT as usize * 2);
         for unit in units {
+            if is_delete_marker(unit.magic) {
+                open.deleted.extend(self.marker_key(unit.offset_py));
+                continue;
+            }
             let due = if unit.magic & magic::ROLL != 0 {
                 slot_ms
             } else {
@@ -485,6 +518,16 @@ impl Timer {
         open
     }
 
+    /// The delete key a delete marker at `offset_py` carries.
+    fn marker_key(&self, offset_py: i64) -> Option<String> {
+        let bytes = self.store.read_message(offset_py)?;
+        let record = Record::decode(&bytes, false).ok()?;
+        record
+            .parsed_properties()
+            .get(TIMER_DEL_UNIQKEY)
+            .map(str::to_string)
+    }
+
     fn deliver_unit(&mut self, unit: &Unit, now_ms: i64) {
         self.deliver_pending(
             &Pending {
@@ -498,8 +541,8 @@ impl Timer {
 
     fn deliver_pending(&mut self, pending: &Pending, now_ms: i64) {
         let roll = pending.magic & magic::ROLL != 0;
-        if pending.magic & magic::DELETE != 0 && !roll {
-            // A delete marker is not a message to deliver (`doPut` refuses it).
+        if is_delete_marker(pending.magic) {
+            // Its key was taken when the tick opened; a marker is not a message to deliver.
             return;
         }
         let Some(bytes) = self.store.read_message(pending.offset_py) else {
@@ -512,11 +555,30 @@ impl Timer {
         match Record::decode(&bytes, false) {
             Ok(record) => {
                 let properties = record.parsed_properties();
+                if !roll && self.is_deleted(&properties) {
+                    info!(
+                        offset = pending.offset_py,
+                        uniq_key = properties.uniq_key().unwrap_or_default(),
+                        "timer message deleted by a {TIMER_DEL_UNIQKEY} marker; not delivered"
+                    );
+                    return;
+                }
                 self.deliver(&record, properties, pending.enqueue_ms, roll, now_ms);
             }
             Err(e) => {
                 warn!(offset = pending.offset_py, error = %e, "unreadable timer message; skipped")
             }
+        }
+    }
+
+    /// Whether a delete marker of the open tick cancels this message.
+    fn is_deleted(&self, properties: &Properties) -> bool {
+        let Some(open) = self.open.as_ref().filter(|o| !o.deleted.is_empty()) else {
+            return false;
+        };
+        match (properties.get(keys::REAL_TOPIC), properties.uniq_key()) {
+            (Some(topic), Some(uniq)) => open.deleted.contains(&delete_key(topic, uniq)),
+            _ => false,
         }
     }
 
@@ -530,6 +592,14 @@ impl Timer {
         roll: bool,
         now_ms: i64,
     ) {
+        if !roll && properties.contains(TIMER_DEL_UNIQKEY) {
+            // A marker already due when it was read (`doPut` refuses to put one).
+            warn!(
+                offset = record.physical_offset,
+                "a {TIMER_DEL_UNIQKEY} marker came due without its tick; dropped"
+            );
+            return;
+        }
         properties.insert(TIMER_ENQUEUE_MS, enqueue_ms.to_string());
         if roll {
             let times = properties
@@ -581,6 +651,11 @@ impl Timer {
             }
         }
     }
+}
+
+/// A delete marker that is to take effect in its tick (a rolled one goes round the wheel again).
+fn is_delete_marker(unit_magic: i32) -> bool {
+    unit_magic & magic::DELETE != 0 && unit_magic & magic::ROLL == 0
 }
 
 #[cfg(test)]

@@ -182,10 +182,17 @@ impl Harness {
     }
 
     fn send(&self, key: &str, deliver_ms: i64, now: i64) {
+        self.send_with(key, deliver_ms, now, &[]);
+    }
+
+    fn send_with(&self, key: &str, deliver_ms: i64, now: i64, extra: &[(&str, &str)]) {
         let mut p = props(&[
             (keys::TIMER_DELIVER_MS, &deliver_ms.to_string()),
             (keys::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, key),
         ]);
+        for (k, v) in extra {
+            p.insert(*k, *v);
+        }
         let (topic, queue_id) = redirect(&self.config, false, 0, &mut p, "TopicA", 1, now).unwrap();
         self.store
             .append_messages(vec![MessageToStore {
@@ -349,4 +356,53 @@ fn a_far_message_is_rolled_back_onto_the_timer_topic() {
     assert_eq!(delivered.len(), 1);
     let rolls: i32 = delivered[0].get(TIMER_ROLL_TIMES).unwrap().parse().unwrap();
     assert!(rolls >= 1);
+}
+
+#[test]
+fn a_delete_marker_cancels_its_target_in_the_same_tick_only() {
+    let h = Harness::new();
+    let mut timer = h.timer(NOW);
+    let cancel = |uniq: &str| format!("TopicA+{uniq}");
+    h.send("victim", NOW + 2_300, NOW);
+    h.send("kept", NOW + 2_300, NOW);
+    h.send("elsewhere", NOW + 3_400, NOW);
+    // The proxy's marker: same delivery time, the target named by REAL_TOPIC+UNIQ_KEY.
+    h.send_with(
+        "marker-1",
+        NOW + 2_300,
+        NOW,
+        &[(TIMER_DEL_UNIQKEY, &cancel("victim"))],
+    );
+    // A marker for another tick than its target's deletes nothing (as in Java).
+    h.send_with(
+        "marker-2",
+        NOW + 4_600,
+        NOW,
+        &[(TIMER_DEL_UNIQKEY, &cancel("elsewhere"))],
+    );
+    timer.enqueue(NOW + 5);
+    for now in (NOW..NOW + 6_000).step_by(100) {
+        timer.dequeue(now);
+    }
+    assert_eq!(h.delivered_keys(), vec!["kept", "elsewhere"]);
+}
+
+#[test]
+fn a_delete_marker_reaching_an_open_tick_still_cancels() {
+    let h = Harness::new();
+    let mut timer = h.timer(NOW);
+    h.send("victim", NOW + 1_800, NOW);
+    timer.enqueue(NOW + 5);
+    timer.dequeue(NOW + 1_100); // opens the tick of NOW + 1000 with the victim in it
+    h.send_with(
+        "marker",
+        NOW + 1_800,
+        NOW + 1_100,
+        &[(TIMER_DEL_UNIQKEY, "TopicA+victim")],
+    );
+    timer.enqueue(NOW + 1_150);
+    for now in (NOW + 1_200..NOW + 3_000).step_by(100) {
+        timer.dequeue(now);
+    }
+    assert!(h.delivered_keys().is_empty(), "{:?}", h.delivered_keys());
 }

@@ -20,6 +20,7 @@ import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageAccessor;
 import org.apache.rocketmq.common.message.MessageExt;
 
 /**
@@ -33,7 +34,9 @@ import org.apache.rocketmq.common.message.MessageExt;
  * not delay); each must be stored in its topic and received never before its time and at most
  * --max-late-ms after it, carrying Java's timer properties (TIMER_OUT_MS, TIMER_ENQUEUE_MS,
  * TIMER_DEQUEUE_MS, and REAL_TOPIC / REAL_QID, which Java leaves in). A delay over timerMaxDelaySec is
- * refused with MESSAGE_ILLEGAL (13) and Java's remark.
+ * refused with MESSAGE_ILLEGAL (13) and Java's remark. A timer message cancelled by a delete marker
+ * (TIMER_DEL_UNIQKEY = its topic + "+" + its message id, for the same delivery time, as RocketMQ
+ * 5's proxy sends it) is never delivered, and neither is the marker.
  *
  * "timer-produce" / "timer-verify", around a broker stop by the harness: messages due 4 to 12 s
  * after the send are recorded to a file; after the restart every one arrives, none stored in its
@@ -135,6 +138,19 @@ final class Timers {
             SendResult onsSent = p.send(ons);
             sent.add(new Sent("ons", onsAt, onsSent.getMessageQueue().getQueueId()));
 
+            // Cancelled: a timer message, then a delete marker naming it for the same time.
+            long cancelAt = System.currentTimeMillis() + 4000;
+            Message victim = Common.msg(topic, "T", "cancelled", Common.utf8("cancelled"));
+            timer(victim, "setDeliverTimeMs", "TIMER_DELIVER_MS", cancelAt);
+            SendResult victimSent = p.send(victim);
+            check(victimSent.getSendStatus() == SendStatus.SEND_OK, "send cancelled: %s", victimSent);
+            Message marker = Common.msg(topic, "T", "marker", Common.utf8("marker"));
+            timer(marker, "setDeliverTimeMs", "TIMER_DELIVER_MS", cancelAt);
+            // A reserved name for 5.x's putUserProperty: set as the proxy sets it.
+            MessageAccessor.putProperty(marker, "TIMER_DEL_UNIQKEY", topic + "+" + victimSent.getMsgId());
+            SendResult markerSent = p.send(marker);
+            check(markerSent.getSendStatus() == SendStatus.SEND_OK, "send marker: %s", markerSent);
+
             // Over timerMaxDelaySec (3 days): refused by the broker.
             Message far = Common.msg(topic, "T", "far", Common.utf8("far"));
             timer(far, "setDelayTimeSec", "TIMER_DELAY_SEC", 3L * 24 * 3600 + 60);
@@ -157,6 +173,12 @@ final class Timers {
                 }
                 return true;
             });
+            long settle = cancelAt + maxLate + 1000 - System.currentTimeMillis();
+            if (settle > 0) {
+                Thread.sleep(settle);
+            }
+            check(!receivedAt.containsKey("cancelled"), "a message cancelled by TIMER_DEL_UNIQKEY was delivered");
+            check(!receivedAt.containsKey("marker"), "the TIMER_DEL_UNIQKEY marker itself was delivered");
             for (Sent s : sent) {
                 MessageExt m = received.get(s.seq);
                 long at = receivedAt.get(s.seq);
