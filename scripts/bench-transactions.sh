@@ -62,5 +62,6 @@ for round in $(seq "$rounds"); do
         echo "$key load=$load_before->$(cut -d' ' -f1 /proc/loadavg) broker_cores=$cores" \
             "broker_us_per_tx=$(python3 -c "print(f'{$cores * 1e6 / $tps:.1f}')") $summary"
         shutdown
+        rm -rf "$dir/store"  # gigabytes per run; the logs stay
     done
 done
