@@ -5,9 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use bytes::Bytes;
-use skiff_model::command::{AutoCreateTopic, ErrorKind, Reply, Request, SendRequest};
-use skiff_model::message::{Message, Properties};
+use skiff_model::command::{ErrorKind, Reply, Request};
 use skiff_model::route::{BrokerRegistration, TopicConfig};
 use skiff_server::acl::Credentials;
 use skiff_server::broker::Broker;
@@ -15,7 +13,7 @@ use skiff_server::config::{BrokerConfig, NamesrvConfig};
 use skiff_server::namesrv::NameServer;
 use skiff_server::remoting_client::RemotingClient;
 
-use common::TIMEOUT;
+use common::{auto_creating_send, TIMEOUT};
 
 const ACL: &str = "\
 accounts:
@@ -33,23 +31,6 @@ fn creds(key: &str, secret: &str) -> Option<Arc<Credentials>> {
         access_key: key.into(),
         secret_key: secret.into(),
     }))
-}
-
-fn send(topic: &str) -> Request {
-    Request::Send(SendRequest {
-        producer_group: "acl-producer".into(),
-        topic: topic.into(),
-        auto_create: Some(AutoCreateTopic {
-            template_topic: "TBW102".into(),
-            queue_nums: 4,
-        }),
-        messages: vec![Message {
-            flag: 0,
-            body: Bytes::from_static(b"x"),
-            properties: Properties::new(),
-        }],
-        ..SendRequest::default()
-    })
 }
 
 fn refusal(reply: &Reply) -> &str {
@@ -130,7 +111,10 @@ async fn broker_and_name_server_check_signatures() {
     let unsigned = RemotingClient::connect(&broker_addr, TIMEOUT)
         .await
         .unwrap();
-    let reply = unsigned.invoke(&send("AclTopic"), TIMEOUT).await.unwrap();
+    let reply = unsigned
+        .invoke(&auto_creating_send("acl-producer", "AclTopic"), TIMEOUT)
+        .await
+        .unwrap();
     assert_eq!(
         refusal(&reply),
         "org.apache.rocketmq.acl.common.AclException: No accessKey is configured"
@@ -139,13 +123,19 @@ async fn broker_and_name_server_check_signatures() {
         .await
         .unwrap()
         .signed_by(creds("userKey01", "not-the-secret"));
-    let reply = wrong.invoke(&send("AclTopic"), TIMEOUT).await.unwrap();
+    let reply = wrong
+        .invoke(&auto_creating_send("acl-producer", "AclTopic"), TIMEOUT)
+        .await
+        .unwrap();
     assert!(refusal(&reply).ends_with("Check signature failed for accessKey=userKey01"));
     let user = RemotingClient::connect(&broker_addr, TIMEOUT)
         .await
         .unwrap()
         .signed_by(creds("userKey01", "userSecret1"));
-    let reply = user.invoke(&send("AclTopic"), TIMEOUT).await.unwrap();
+    let reply = user
+        .invoke(&auto_creating_send("acl-producer", "AclTopic"), TIMEOUT)
+        .await
+        .unwrap();
     assert!(matches!(reply, Reply::Sent(_)), "{reply:?}");
     let create = Request::CreateTopic(TopicConfig {
         topic_name: "AclAdminTopic".into(),

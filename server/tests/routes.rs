@@ -3,30 +3,10 @@
 
 mod common;
 
-use bytes::Bytes;
-use skiff_model::command::{AutoCreateTopic, Reply, Request, SendRequest};
-use skiff_model::message::{Message, Properties};
+use skiff_model::command::{Reply, Request};
 use skiff_model::route::TopicConfig;
 
-use common::{Cluster, TIMEOUT};
-
-fn auto_creating_send(topic: &str) -> Request {
-    Request::Send(SendRequest {
-        producer_group: "routes-producer".into(),
-        topic: topic.into(),
-        queue_id: 0,
-        auto_create: Some(AutoCreateTopic {
-            template_topic: "TBW102".into(),
-            queue_nums: 4,
-        }),
-        messages: vec![Message {
-            flag: 0,
-            body: Bytes::from_static(b"x"),
-            properties: Properties::new(),
-        }],
-        ..SendRequest::default()
-    })
-}
+use common::{auto_creating_send, Cluster, TIMEOUT};
 
 async fn assert_routable(namesrv: &skiff_server::remoting_client::RemotingClient, topic: &str) {
     let route = namesrv
@@ -53,7 +33,7 @@ async fn created_topics_are_routable_when_the_request_is_answered() {
     for i in 0..30 {
         let topic = format!("AutoCreated{i}");
         let reply = broker
-            .invoke(&auto_creating_send(&topic), TIMEOUT)
+            .invoke(&auto_creating_send("routes-producer", &topic), TIMEOUT)
             .await
             .unwrap();
         assert!(matches!(reply, Reply::Sent(_)), "send failed: {reply:?}");

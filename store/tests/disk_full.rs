@@ -7,24 +7,8 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use skiff_store::fs::{Fault, FaultyFs, FileOp, Fs};
-use skiff_store::{MessageStore, PutError, StoreConfig, StoreEnv, SystemClock};
-
-fn env(fs: &Arc<FaultyFs>, disk: &Arc<FakeDisk>) -> StoreEnv {
-    let fs: Fs = fs.clone();
-    StoreEnv {
-        clock: Arc::new(SystemClock),
-        disk: disk.clone(),
-        fs,
-    }
-}
-
-fn config(root: &std::path::Path) -> StoreConfig {
-    StoreConfig {
-        clean_resource_interval_ms: 20,
-        ..small_config(root)
-    }
-}
+use skiff_store::fs::{Fault, FaultyFs, FileOp};
+use skiff_store::{MessageStore, PutError, StoreConfig};
 
 fn refused(store: &MessageStore, topic: &str) -> String {
     match block_on(store.put_messages(vec![message(topic, 0, &[b'x'; 500], None)])) {
@@ -39,7 +23,8 @@ fn a_full_disk_refuses_puts_and_recovers_when_space_returns() {
     let fs = FaultyFs::new();
     let disk = Arc::new(FakeDisk::default());
     disk.set(0.5);
-    let store = MessageStore::open_with_env(config(dir.path()), env(&fs, &disk)).unwrap();
+    let store =
+        MessageStore::open_with_env(disk_check_config(dir.path()), faulty_env(&fs, &disk)).unwrap();
     put(&store, vec![message("T", 0, b"before", None)]);
 
     // A new ConsumeQueue cannot get its blocks.
@@ -91,7 +76,9 @@ fn a_store_opened_on_a_full_disk_is_read_only() {
     disk.set(0.5);
     {
         let fs = FaultyFs::new();
-        let store = MessageStore::open_with_env(config(dir.path()), env(&fs, &disk)).unwrap();
+        let store =
+            MessageStore::open_with_env(disk_check_config(dir.path()), faulty_env(&fs, &disk))
+                .unwrap();
         for i in 0..5 {
             put(
                 &store,
@@ -104,7 +91,8 @@ fn a_store_opened_on_a_full_disk_is_read_only() {
     fs.inject(FileOp::Allocate, "", Fault::Errno(libc::ENOSPC), None);
     // The disk check must not clear the state while the disk stays full.
     disk.set(0.99);
-    let store = MessageStore::open_with_env(config(dir.path()), env(&fs, &disk)).unwrap();
+    let store =
+        MessageStore::open_with_env(disk_check_config(dir.path()), faulty_env(&fs, &disk)).unwrap();
     assert_eq!(pull_all(&store, "T", 0).len(), 5);
     let remark = refused(&store, "T");
     assert!(remark.contains("disk is full"), "{remark}");
@@ -118,9 +106,9 @@ fn an_msync_error_under_sync_flush_answers_flush_disk_timeout_then_recovers() {
     disk.set(0.5);
     let config = StoreConfig {
         flush_disk_type: skiff_store::FlushDiskType::SyncFlush,
-        ..config(dir.path())
+        ..disk_check_config(dir.path())
     };
-    let store = MessageStore::open_with_env(config, env(&fs, &disk)).unwrap();
+    let store = MessageStore::open_with_env(config, faulty_env(&fs, &disk)).unwrap();
     fs.inject(FileOp::SyncMap, "commitlog", Fault::Errno(libc::EIO), None);
     let result = put(&store, vec![message("T", 0, b"unsynced", None)]);
     assert_eq!(result.status, skiff_store::PutStatus::FlushDiskTimeout);

@@ -7,31 +7,15 @@ mod common;
 use std::sync::Arc;
 
 use common::*;
-use skiff_store::fs::{Fault, FaultyFs, FileOp, Fs};
-use skiff_store::{MessageStore, PutError, StoreConfig, StoreEnv, SystemClock};
-
-fn env(fs: &Arc<FaultyFs>, disk: &Arc<FakeDisk>) -> StoreEnv {
-    let fs: Fs = fs.clone();
-    StoreEnv {
-        clock: Arc::new(SystemClock),
-        disk: disk.clone(),
-        fs,
-    }
-}
-
-fn config(root: &std::path::Path) -> StoreConfig {
-    StoreConfig {
-        clean_resource_interval_ms: 20,
-        ..small_config(root)
-    }
-}
+use skiff_store::fs::{Fault, FaultyFs, FileOp};
+use skiff_store::{MessageStore, PutError};
 
 #[test]
 fn no_consume_queue_file_is_made_past_the_queue_end() {
     // A Java broker that opens the store after kill -9 must find no empty ConsumeQueue file
     // past a queue's end (one made ahead left a Java pull of such a store unanswered).
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(config(dir.path())).unwrap();
+    let store = MessageStore::open(disk_check_config(dir.path())).unwrap();
     let queue_dir = dir.path().join("consumequeue/T/0");
     // 16 entries per file.
     for i in 0..31 {
@@ -51,7 +35,7 @@ fn no_consume_queue_file_is_made_past_the_queue_end() {
     assert_eq!(bodies[30], b"m30");
     store.shutdown();
     drop(store);
-    let store = MessageStore::open(config(dir.path())).unwrap();
+    let store = MessageStore::open(disk_check_config(dir.path())).unwrap();
     assert_eq!(pull_all(&store, "T", 0).len(), 31);
 }
 
@@ -68,7 +52,8 @@ fn a_full_disk_met_by_the_background_allocation_makes_the_store_read_only() {
         Fault::Errno(libc::ENOSPC),
         None,
     );
-    let store = MessageStore::open_with_env(config(dir.path()), env(&fs, &disk)).unwrap();
+    let store =
+        MessageStore::open_with_env(disk_check_config(dir.path()), faulty_env(&fs, &disk)).unwrap();
     wait_until("the background allocation fails", || !fs.fired().is_empty());
     // The first put needs the segment, makes it itself, meets the full disk too: refused with
     // Java's remark, nothing written, the process alive.
@@ -96,7 +81,7 @@ fn a_full_disk_met_by_the_background_allocation_makes_the_store_read_only() {
 #[test]
 fn pulls_of_the_tail_are_not_cold() {
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(config(dir.path())).unwrap();
+    let store = MessageStore::open(disk_check_config(dir.path())).unwrap();
     for i in 0..10 {
         put(
             &store,

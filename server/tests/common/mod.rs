@@ -63,3 +63,25 @@ impl Cluster {
         self.namesrv.shutdown().await;
     }
 }
+
+/// A one-message SEND_MESSAGE that creates `topic` (4 queues, from TBW102) if the broker lacks it,
+/// as the Java producer's first send does.
+pub fn auto_creating_send(producer_group: &str, topic: &str) -> skiff_model::command::Request {
+    use skiff_model::command::{AutoCreateTopic, Request, SendRequest};
+    use skiff_model::message::{Message, Properties};
+    Request::Send(SendRequest {
+        producer_group: producer_group.into(),
+        topic: topic.into(),
+        queue_id: 0,
+        auto_create: Some(AutoCreateTopic {
+            template_topic: "TBW102".into(),
+            queue_nums: 4,
+        }),
+        messages: vec![Message {
+            flag: 0,
+            body: bytes::Bytes::from_static(b"x"),
+            properties: Properties::new(),
+        }],
+        ..SendRequest::default()
+    })
+}

@@ -131,3 +131,22 @@ pub fn with_keys(mut message: MessageToStore, uniq: &str, keys: &str) -> Message
     message.properties = format!("KEYS\u{1}{keys}\u{2}UNIQ_KEY\u{1}{uniq}\u{2}");
     message
 }
+
+/// A store environment whose file operations go through `fs` (faults injected there) and whose
+/// free space is `disk`'s.
+pub fn faulty_env(fs: &Arc<skiff_store::fs::FaultyFs>, disk: &Arc<FakeDisk>) -> StoreEnv {
+    let fs: skiff_store::fs::Fs = fs.clone();
+    StoreEnv {
+        clock: Arc::new(skiff_store::SystemClock),
+        disk: disk.clone(),
+        fs,
+    }
+}
+
+/// [`small_config`] with the disk checked every 20 ms, for tests that fill or free it.
+pub fn disk_check_config(root: &Path) -> StoreConfig {
+    StoreConfig {
+        clean_resource_interval_ms: 20,
+        ..small_config(root)
+    }
+}
