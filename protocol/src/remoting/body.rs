@@ -13,7 +13,7 @@ use skiff_model::consumer::{
     ConsumeStats, MessageQueue, OffsetWrapper, TopicOffset, TopicStatsTable,
 };
 use skiff_model::message::{Message, Properties};
-use skiff_model::route::{DataVersion, TopicConfig};
+use skiff_model::route::{BrokerRegistration, DataVersion, TopicConfig};
 
 use crate::fastjson;
 
@@ -93,6 +93,58 @@ pub(super) struct TopicConfigWrapper {
 pub(super) struct RegisterBrokerBody {
     pub topic_config_serialize_wrapper: TopicConfigWrapper,
     pub filter_server_list: Vec<String>,
+}
+
+/// `RegisterBrokerBody` as a broker sends it, borrowing the registration.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RegisterBrokerBodyOut<'a> {
+    topic_config_serialize_wrapper: TopicConfigWrapperOut<'a>,
+    filter_server_list: &'a [String],
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TopicConfigWrapperOut<'a> {
+    topic_config_table: &'a BTreeMap<String, TopicConfig>,
+    data_version: DataVersion,
+}
+
+fn register_broker_body_out(registration: &BrokerRegistration) -> RegisterBrokerBodyOut<'_> {
+    RegisterBrokerBodyOut {
+        topic_config_serialize_wrapper: TopicConfigWrapperOut {
+            topic_config_table: &registration.topics,
+            data_version: registration.data_version,
+        },
+        filter_server_list: &registration.filter_server_list,
+    }
+}
+
+/// REGISTER_BROKER's body. Written by `serde_json`, not the fastjson writer: the members are in
+/// declaration order instead of fastjson's name order, which the name servers' parsers (Java's
+/// fastjson, Skiff's) do not care about, and a table of 100,000 topics (~18 MB) costs a tenth
+/// of the time. Model types have no null members nor non-string keys, so the JSON is the same.
+pub(super) fn register_broker_body(registration: &BrokerRegistration) -> Vec<u8> {
+    serde_json::to_vec(&register_broker_body_out(registration))
+        .expect("model types serialize to JSON")
+}
+
+/// The length of [`register_broker_body`]'s output, counted without building it.
+pub fn register_broker_body_len(registration: &BrokerRegistration) -> usize {
+    struct Counter(usize);
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter(0);
+    serde_json::to_writer(&mut counter, &register_broker_body_out(registration))
+        .expect("model types serialize to JSON");
+    counter.0
 }
 
 /// `TopicList`.

@@ -588,14 +588,7 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
                 .put_opt("topic", topic.as_ref());
         }
         Request::RegisterBroker(registration) => {
-            let body = body::to_json(&RegisterBrokerBody {
-                topic_config_serialize_wrapper: body::TopicConfigWrapper {
-                    topic_config_table: registration.topics.clone(),
-                    data_version: registration.data_version,
-                },
-                filter_server_list: registration.filter_server_list.clone(),
-            })
-            .into_bytes();
+            let body = body::register_broker_body(registration);
             out.put("clusterName", &registration.cluster_name)
                 .put("brokerName", &registration.broker_name)
                 .put("brokerAddr", &registration.broker_addr)

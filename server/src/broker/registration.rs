@@ -1,13 +1,16 @@
 //! Registration with name servers (`BrokerOuterAPI.registerBrokerAll`): at start, every
 //! `registerNameServerPeriod` (30 s), and whenever topics change, the broker sends its whole topic
 //! table to every name server; at shutdown it unregisters so clients stop routing to it before it
-//! goes away.
+//! goes away. A big table goes in parts (`enableSplitRegistration`, or whenever one request
+//! would not fit in a frame), each awaited, so start still returns only once every topic is
+//! routable.
 //!
 //! A request that creates a topic (an auto-creating send, UPDATE_AND_CREATE_TOPIC) registers
 //! before it is answered, as the Java broker does: a client that asks a name server for the route
 //! right after its SEND_OK must find it.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,6 +26,8 @@ use crate::remoting_client::RemotingClient;
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(6);
+/// Room left in a frame for the length fields and the registration's header.
+const FRAME_HEADER_ROOM: usize = 4096;
 
 /// The broker's connections to its name servers.
 pub(super) struct NameServerLink {
@@ -33,6 +38,8 @@ pub(super) struct NameServerLink {
     clients: Mutex<HashMap<String, RemotingClient>>,
     /// `innerClientAuthenticationCredentials`: signs registrations for name servers with ACL on.
     credentials: Option<Arc<crate::acl::Credentials>>,
+    /// Whether the log already said that the topic table is registered in parts unasked.
+    warned_split: AtomicBool,
 }
 
 impl NameServerLink {
@@ -58,6 +65,7 @@ impl NameServerLink {
                 .as_deref()
                 .and_then(|json| crate::acl::Credentials::parse(json).ok())
                 .map(Arc::new),
+            warned_split: AtomicBool::new(false),
         }
     }
 
@@ -71,8 +79,8 @@ impl NameServerLink {
         let (topics, data_version) = state.topics.snapshot();
         // Everything goes now, changed topics included.
         drop(state.topics.take_unannounced());
-        let request = Request::RegisterBroker(registration(state, topics, data_version));
-        self.send(&mut clients, &request).await;
+        let requests = self.registrations(state, topics, data_version);
+        self.send(&mut clients, &requests).await;
     }
 
     /// Sends only the topics changed since the last registration (Java's
@@ -87,27 +95,75 @@ impl NameServerLink {
         if topics.is_empty() {
             return;
         }
-        let request = Request::RegisterBroker(registration(state, topics, data_version));
-        self.send(&mut clients, &request).await;
+        let requests = self.registrations(state, topics, data_version);
+        self.send(&mut clients, &requests).await;
     }
 
-    async fn send(&self, clients: &mut HashMap<String, RemotingClient>, request: &Request) {
+    /// The requests announcing `topics`: one, or (Java's `registerBrokerAll` with
+    /// `enableSplitRegistration`) one per `splitRegistrationSize` topics and a last one with the
+    /// rest, all with the same data version; name servers (Java's and Skiff's) add each part's
+    /// topics to the broker's routes. A table whose single request would exceed `frameMaxLength`
+    /// is split even with split registration off: a name server closes the connection on such a
+    /// frame (Java's does too), so the broker would never be routable.
+    fn registrations(
+        &self,
+        state: &BrokerState,
+        topics: BTreeMap<String, TopicConfig>,
+        data_version: DataVersion,
+    ) -> Vec<Request> {
+        let config = &state.config;
+        let size = config.split_registration_size.max(1);
+        let whole = registration(state, topics, data_version);
+        let split = config.enable_split_registration
+            || (whole.topics.len() > size
+                && {
+                    let len = skiff_protocol::remoting::register_broker_body_len(&whole);
+                    let too_big = len + FRAME_HEADER_ROOM > config.frame_max_length;
+                    if too_big && !self.warned_split.swap(true, Ordering::Relaxed) {
+                        warn!(
+                        topics = whole.topics.len(),
+                        body_bytes = len,
+                        frame_max_length = config.frame_max_length,
+                        parts_of = size,
+                        "the topic table does not fit in one registration request: sent in parts; \
+                         set enableSplitRegistration=true to say so (splitRegistrationSize sets the part size)"
+                    );
+                    }
+                    too_big
+                });
+        if !split {
+            return vec![Request::RegisterBroker(whole)];
+        }
+        split_registration(whole, size)
+            .into_iter()
+            .map(Request::RegisterBroker)
+            .collect()
+    }
+
+    /// Sends `requests` in order to every name server, each awaited before the next; a name
+    /// server that fails one gets no more (the next period sends everything again).
+    async fn send(&self, clients: &mut HashMap<String, RemotingClient>, requests: &[Request]) {
         for addr in &self.addrs {
             let Some(client) = connected(clients, addr, self.use_tls, &self.credentials).await
             else {
                 continue;
             };
-            match client.invoke(request, REQUEST_TIMEOUT).await {
-                Ok(Reply::BrokerRegistered(_)) => {}
-                Ok(Reply::Error(err)) => {
-                    warn!(namesrv = %addr, error = %err.message, "name server refused the registration")
-                }
-                Ok(other) => {
-                    warn!(namesrv = %addr, reply = ?other, "unexpected registration reply")
-                }
-                Err(err) => {
-                    warn!(namesrv = %addr, %err, "registration failed; will retry");
-                    clients.remove(addr);
+            for request in requests {
+                match client.invoke(request, REQUEST_TIMEOUT).await {
+                    Ok(Reply::BrokerRegistered(_)) => {}
+                    Ok(Reply::Error(err)) => {
+                        warn!(namesrv = %addr, error = %err.message, "name server refused the registration");
+                        break;
+                    }
+                    Ok(other) => {
+                        warn!(namesrv = %addr, reply = ?other, "unexpected registration reply");
+                        break;
+                    }
+                    Err(err) => {
+                        warn!(namesrv = %addr, %err, "registration failed; will retry");
+                        clients.remove(addr);
+                        break;
+                    }
                 }
             }
         }
@@ -179,6 +235,29 @@ pub(super) async fn keep_registering(state: Arc<BrokerState>, stop: Cancellation
     }
 }
 
+/// `whole` as Java's split registration sends it: a part per `size` topics, then one with the
+/// rest, which Java sends even when empty (it is the heartbeat too). `size` is at least 1.
+fn split_registration(whole: BrokerRegistration, size: usize) -> Vec<BrokerRegistration> {
+    let mut template = whole;
+    let topics = std::mem::take(&mut template.topics);
+    let mut parts = Vec::with_capacity(topics.len() / size + 1);
+    let mut part = BTreeMap::new();
+    for (name, topic) in topics {
+        part.insert(name, topic);
+        if part.len() >= size {
+            parts.push(BrokerRegistration {
+                topics: std::mem::take(&mut part),
+                ..template.clone()
+            });
+        }
+    }
+    parts.push(BrokerRegistration {
+        topics: part,
+        ..template
+    });
+    parts
+}
+
 fn registration(
     state: &BrokerState,
     topics: BTreeMap<String, TopicConfig>,
@@ -205,5 +284,54 @@ fn registration(
         data_version,
         topics,
         filter_server_list: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whole(topics: usize) -> BrokerRegistration {
+        BrokerRegistration {
+            broker_name: "broker-a".into(),
+            data_version: DataVersion {
+                state_version: 0,
+                timestamp: 7,
+                counter: 3,
+            },
+            topics: (0..topics)
+                .map(|i| (format!("T{i:05}"), TopicConfig::new(format!("T{i:05}"), 4)))
+                .collect(),
+            ..BrokerRegistration::default()
+        }
+    }
+
+    #[test]
+    fn split_registration_sends_parts_of_the_size_then_the_rest() {
+        let parts = split_registration(whole(2_001), 800);
+        let sizes: Vec<usize> = parts.iter().map(|p| p.topics.len()).collect();
+        assert_eq!(sizes, [800, 800, 401]);
+        let mut seen = BTreeMap::new();
+        for part in &parts {
+            // Every part is a complete registration with the broker's one data version.
+            assert_eq!(part.broker_name, "broker-a");
+            assert_eq!(part.data_version, whole(0).data_version);
+            seen.extend(part.topics.clone());
+        }
+        assert_eq!(seen, whole(2_001).topics);
+    }
+
+    #[test]
+    fn split_registration_ends_with_an_empty_part_as_java_does() {
+        let sizes: Vec<usize> = split_registration(whole(1_600), 800)
+            .iter()
+            .map(|p| p.topics.len())
+            .collect();
+        assert_eq!(sizes, [800, 800, 0]);
+        let sizes: Vec<usize> = split_registration(whole(3), 800)
+            .iter()
+            .map(|p| p.topics.len())
+            .collect();
+        assert_eq!(sizes, [3]);
     }
 }

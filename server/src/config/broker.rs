@@ -90,6 +90,11 @@ pub struct BrokerConfig {
     pub trace_on: bool,
     /// Milliseconds between registrations with the name servers.
     pub register_name_server_period: u64,
+    /// `enableSplitRegistration`: register the topic table in parts of `splitRegistrationSize`
+    /// topics instead of one request (a table too big for one frame is split anyway).
+    pub enable_split_registration: bool,
+    /// `splitRegistrationSize`: topics per registration request when split.
+    pub split_registration_size: usize,
     pub long_polling_enable: bool,
     pub short_polling_time_mills: u64,
     pub flush_consumer_offset_interval: u64,
@@ -215,6 +220,8 @@ impl Default for BrokerConfig {
             region_id: "DefaultRegion".into(),
             trace_on: true,
             register_name_server_period: 30_000,
+            enable_split_registration: false,
+            split_registration_size: 800,
             long_polling_enable: true,
             short_polling_time_mills: 1000,
             flush_consumer_offset_interval: 5000,
@@ -303,6 +310,8 @@ settings!(BrokerConfig {
     "regionId" => region_id,
     "traceOn" => trace_on,
     "registerNameServerPeriod" => register_name_server_period vet positive,
+    "enableSplitRegistration" => enable_split_registration,
+    "splitRegistrationSize" => split_registration_size vet positive,
     "longPollingEnable" => long_polling_enable,
     "shortPollingTimeMills" => short_polling_time_mills,
     "flushConsumerOffsetInterval" => flush_consumer_offset_interval vet positive,
