@@ -102,6 +102,20 @@ pub trait Service: Send + Sync + 'static {
     fn access_control(&self) -> Option<&crate::acl::AccessControl> {
         None
     }
+
+    /// A handled request was answered (or, oneway, done): for `rocketmq_rpc_latency`.
+    fn on_answered(&self, _answered: &Answered) {}
+}
+
+/// What [`Service::on_answered`] learns about a request.
+pub struct Answered {
+    pub request_code: i32,
+    pub response_code: i32,
+    pub oneway: bool,
+    /// Answered from its own task ([`Handled::Later`]), e.g. a held pull.
+    pub later: bool,
+    /// From the request handed to the service to its reply encoded.
+    pub elapsed: std::time::Duration,
 }
 
 struct ChannelInner {
@@ -403,6 +417,7 @@ async fn dispatch<S: Service>(
             return;
         }
     }
+    let begin = Instant::now();
     let handled = match remoting::decode_request(&command) {
         Ok(request) => service.clone().handle(ctx, request),
         Err(error) => Handled::Now(Reply::Error(error)),
@@ -410,15 +425,17 @@ async fn dispatch<S: Service>(
     match handled {
         Handled::Now(reply) => {
             drop(permit);
+            let reply = remoting::encode_reply(&command, reply);
+            let answered = answered(&command, &reply, false, begin);
             if !command.is_oneway() {
-                ctx.channel
-                    .send(remoting::encode_reply(&command, reply))
-                    .await;
+                ctx.channel.send(reply).await;
             }
+            service.on_answered(&answered);
         }
         Handled::Later(future) => {
             let channel = ctx.channel.clone();
             let closed = in_flight.closed.clone();
+            let service = service.clone();
             in_flight.tasks.spawn(async move {
                 let _permit: OwnedSemaphorePermit = permit;
                 let reply = tokio::select! {
@@ -426,11 +443,29 @@ async fn dispatch<S: Service>(
                     // Nobody to answer: drop the work (and what it holds) now.
                     _ = closed.cancelled() => return,
                 };
+                let reply = remoting::encode_reply(&command, reply);
+                let answered = answered(&command, &reply, true, begin);
                 if !command.is_oneway() {
-                    channel.send(remoting::encode_reply(&command, reply)).await;
+                    channel.send(reply).await;
                 }
+                service.on_answered(&answered);
             });
         }
+    }
+}
+
+fn answered(
+    request: &RemotingCommand,
+    reply: &RemotingCommand,
+    later: bool,
+    begin: Instant,
+) -> Answered {
+    Answered {
+        request_code: request.code,
+        response_code: reply.code,
+        oneway: request.is_oneway(),
+        later,
+        elapsed: begin.elapsed(),
     }
 }
 

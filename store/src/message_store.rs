@@ -545,6 +545,12 @@ impl MessageStore {
         self.shared.listener.store(Some(Arc::new(listener)));
     }
 
+    /// CommitLog bytes appended but not flushed yet (Java's `flushBehindBytes`).
+    pub fn flush_behind_bytes(&self) -> i64 {
+        let commit_log = &self.shared.commit_log;
+        (commit_log.max_offset() - commit_log.flushed_where()).max(0)
+    }
+
     /// Numbers for `GET_BROKER_RUNTIME_INFO`, named as Java names them.
     pub fn runtime_info(&self) -> Vec<(String, String)> {
         let shared = &self.shared;

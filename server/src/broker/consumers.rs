@@ -72,6 +72,18 @@ impl ConsumerManager {
         joined
     }
 
+    /// Every live group with its member count and subscribed topics (for metrics).
+    pub fn online_groups(&self) -> Vec<(String, usize, Vec<String>)> {
+        self.groups
+            .read()
+            .iter()
+            .map(|(name, group)| {
+                let topics = group.subscriptions.keys().cloned().collect();
+                (name.clone(), group.members.len(), topics)
+            })
+            .collect()
+    }
+
     /// Removes `channel` from `group`; returns whether it was a member.
     pub fn unregister(&self, group: &str, channel: &ClientChannel) -> bool {
         let mut groups = self.groups.write();

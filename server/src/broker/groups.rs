@@ -61,6 +61,11 @@ impl SubscriptionGroupManager {
         }
     }
 
+    /// How many subscription groups exist (`rocketmq_consumer_group_number`).
+    pub fn count(&self) -> usize {
+        self.state.read().subscription_group_table.len()
+    }
+
     /// The group's settings, creating the group if auto-creation is on
     /// (`findSubscriptionGroupConfig`). `None` means the group does not exist.
     pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {

@@ -12,6 +12,8 @@ mod config_file;
 mod consumers;
 mod groups;
 mod long_polling;
+mod metrics;
+mod metrics_http;
 mod offsets;
 mod persist;
 mod pop;
@@ -32,7 +34,7 @@ mod uniq_id;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context;
 use skiff_model::command::{ErrorKind, Reply, Request};
@@ -42,7 +44,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::info;
 
-use crate::config::{BrokerConfig, FlushDiskType};
+use crate::config::{BrokerConfig, FlushDiskType, MetricsExporterType};
 use crate::net::{self, ClientChannel, Handled, RequestContext, Service};
 use consumers::ConsumerManager;
 use groups::SubscriptionGroupManager;
@@ -81,6 +83,8 @@ pub(crate) struct BrokerState {
     pop: pop::PopService,
     /// `aclEnable`: the accounts every request is checked against.
     acl: Option<Arc<crate::acl::AccessControl>>,
+    /// `metricsExporterType=PROM`: what `/metrics` serves.
+    metrics: Option<Arc<metrics::BrokerMetrics>>,
 }
 
 impl BrokerState {
@@ -109,6 +113,7 @@ impl BrokerState {
             name_servers: NameServerLink::new(&config),
             pop: pop::PopService::new(&config),
             acl: None,
+            metrics: None,
             broker_addr,
             store_host,
             store,
@@ -235,6 +240,12 @@ impl Service for BrokerState {
         }
     }
 
+    fn on_answered(&self, answered: &net::Answered) {
+        if let Some(metrics) = &self.metrics {
+            metrics.answered(answered);
+        }
+    }
+
     fn on_disconnect(&self, channel: &ClientChannel) {
         self.producers.on_channel_closed(channel);
         for group in self.consumers.on_channel_closed(channel) {
@@ -349,6 +360,8 @@ fn store_config(config: &BrokerConfig, store_host: SocketAddr) -> StoreConfig {
 pub struct Broker {
     state: Arc<BrokerState>,
     local_addr: SocketAddr,
+    /// Where `/metrics` is served (`metricsExporterType=PROM`).
+    metrics_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     server: JoinHandle<()>,
     background: Vec<JoinHandle<()>>,
@@ -380,7 +393,12 @@ impl Broker {
             .parse()
             .with_context(|| format!("brokerIP1 {advertised_ip} is not an IP address"))?;
 
+        let metrics_listener = match config.metrics_exporter_type {
+            MetricsExporterType::Disable => None,
+            MetricsExporterType::Prom => Some(bind_metrics(&config).await?),
+        };
         let store_cfg = store_config(&config, store_host);
+        let opening = Instant::now();
         let store = tokio::task::spawn_blocking(move || MessageStore::open(store_cfg))
             .await?
             .with_context(|| {
@@ -403,7 +421,18 @@ impl Broker {
             schedule,
         );
         state.acl = acl;
-        let state = Arc::new(state);
+        let recovery = opening.elapsed();
+        let state = Arc::new_cyclic(|weak| {
+            if metrics_listener.is_some() {
+                state.metrics = Some(Arc::new(metrics::BrokerMetrics::new(
+                    &state.config.broker_cluster_name,
+                    &state.config.broker_name,
+                    recovery,
+                    weak.clone(),
+                )));
+            }
+            state
+        });
         state.topics.persist_if_changed_at_load();
         {
             // The revive log is replayed before anyone can pop or ack.
@@ -440,7 +469,7 @@ impl Broker {
             tls,
             shutdown.clone(),
         ));
-        let background = vec![
+        let mut background = vec![
             tokio::spawn(persist_offsets_periodically(
                 state.clone(),
                 shutdown.clone(),
@@ -453,6 +482,16 @@ impl Broker {
             tokio::spawn(transaction::service::run(state.clone(), shutdown.clone())),
             tokio::spawn(pop::revive_periodically(state.clone(), shutdown.clone())),
         ];
+        let mut metrics_addr = None;
+        if let (Some(listener), Some(metrics)) = (metrics_listener, &state.metrics) {
+            metrics_addr = listener.local_addr().ok();
+            info!(addr = ?metrics_addr, "serving Prometheus metrics at /metrics");
+            background.push(tokio::spawn(metrics_http::serve(
+                listener,
+                metrics.clone(),
+                shutdown.clone(),
+            )));
+        }
         // Routes exist when `start` returns, so clients started right after find this broker.
         state.name_servers.register(&state).await;
         let stop_registering = CancellationToken::new();
@@ -470,6 +509,7 @@ impl Broker {
         Ok(Broker {
             state,
             local_addr,
+            metrics_addr,
             shutdown,
             server,
             background,
@@ -482,6 +522,11 @@ impl Broker {
     /// The address the listener is bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Where `/metrics` is served, when `metricsExporterType=PROM`.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_addr
     }
 
     /// Unregisters, answers held pulls, drains connections, persists config and flushes the store.
@@ -513,6 +558,27 @@ impl Broker {
         .await;
         info!(broker = %self.state.config.broker_name, "broker stopped");
     }
+}
+
+/// The `/metrics` listener: `metricsPromExporterHost` (else the advertised IP, as Java falls
+/// back to `brokerIP1`) and `metricsPromExporterPort`.
+async fn bind_metrics(config: &BrokerConfig) -> anyhow::Result<TcpListener> {
+    let host = match config.metrics_prom_exporter_host {
+        Some(host) => host,
+        None => config.advertised_ip().parse().with_context(|| {
+            format!(
+                "brokerIP1 {} is not an IP address; set metricsPromExporterHost",
+                config.advertised_ip()
+            )
+        })?,
+    };
+    let addr = SocketAddr::new(host, config.metrics_prom_exporter_port);
+    TcpListener::bind(addr).await.with_context(|| {
+        format!(
+            "cannot serve metrics on {addr}: choose another metricsPromExporterPort \
+             (or metricsExporterType=DISABLE)"
+        )
+    })
 }
 
 async fn roll_stats_days(state: Arc<BrokerState>, shutdown: CancellationToken) {

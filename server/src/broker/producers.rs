@@ -35,6 +35,12 @@ impl ProducerManager {
             });
     }
 
+    /// Producer connections over all groups (a connection in two groups counts twice, as in
+    /// Java's `rocketmq_producer_connections`).
+    pub fn connection_count(&self) -> usize {
+        self.groups.read().values().map(HashMap::len).sum()
+    }
+
     /// Removes `channel` from `group`.
     pub fn unregister(&self, group: &str, channel: &ClientChannel) {
         let mut groups = self.groups.write();

@@ -341,6 +341,15 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
         found.next_begin_offset,
     );
     state.stats.messages_got(found.messages.len() as u64);
+    if let Some(metrics) = &state.metrics {
+        let bytes: usize = found.messages.iter().map(Bytes::len).sum();
+        metrics.messages_out(
+            &request.consumer_group,
+            &request.queue.topic,
+            found.messages.len() as u64,
+            bytes as u64,
+        );
+    }
     PullResult {
         status,
         next_begin_offset: found.next_begin_offset,

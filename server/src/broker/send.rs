@@ -6,6 +6,7 @@
 //! (`UNIQ_KEY` when missing, `CLUSTER`) and go to the store; the reply waits for the flush the
 //! configuration promises.
 
+use super::metrics::MessageType;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, OnceLock};
 
@@ -27,6 +28,11 @@ pub(super) fn handle(
     ctx: &RequestContext,
     request: SendRequest,
 ) -> Handled {
+    // Only with metrics on: the labels the send is counted under once stored.
+    let counted = state.metrics.as_ref().and_then(|_| {
+        let first = request.messages.first()?;
+        Some((request.topic.clone(), MessageType::of(&first.properties)))
+    });
     let prepared = match prepare(state, ctx, request) {
         Ok(prepared) => prepared,
         Err(reply) => return Handled::Now(reply),
@@ -42,6 +48,7 @@ pub(super) fn handle(
     let reply = ReplyParts {
         queue_id: prepared.queue_id,
         transaction_id: prepared.transaction_id,
+        counted,
     };
     match (put, prepared.created_topic) {
         (Put::Done(result), false) => Handled::Now(reply.sent(state, result)),
@@ -66,10 +73,16 @@ pub(super) fn handle(
 struct ReplyParts {
     queue_id: i32,
     transaction_id: Option<String>,
+    /// Topic and type for `rocketmq_messages_in_total` (metrics on).
+    counted: Option<(String, MessageType)>,
 }
 
 impl ReplyParts {
     fn sent(self, state: &BrokerState, result: PutResult) -> Reply {
+        if let (Some(metrics), Some((topic, kind))) = (&state.metrics, &self.counted) {
+            let bytes: u64 = result.messages.iter().map(|m| m.size.max(0) as u64).sum();
+            metrics.messages_in(topic, *kind, result.messages.len() as u64, bytes);
+        }
         let queue_offset = result.messages.first().map_or(0, |m| m.queue_offset);
         Reply::Sent(SendResult {
             status: match result.status {

@@ -168,6 +168,11 @@ pub struct BrokerConfig {
     /// `{"accessKey":"…","secretKey":"…"}`: the account this broker signs its own requests to
     /// name servers with (Java 5.x's `innerClientAuthenticationCredentials`).
     pub inner_client_authentication_credentials: Option<String>,
+    /// `PROM` serves Prometheus text at `/metrics` (Java's `metricsExporterType`).
+    pub metrics_exporter_type: MetricsExporterType,
+    /// Where `/metrics` listens; unset = the advertised IP (`brokerIP1`'s rule), as in Java.
+    pub metrics_prom_exporter_host: Option<IpAddr>,
+    pub metrics_prom_exporter_port: u16,
 }
 
 impl Default for BrokerConfig {
@@ -258,6 +263,9 @@ impl Default for BrokerConfig {
             acl_enable: false,
             acl_plain_file: PathBuf::from("conf/plain_acl.yml"),
             inner_client_authentication_credentials: None,
+            metrics_exporter_type: MetricsExporterType::Disable,
+            metrics_prom_exporter_host: None,
+            metrics_prom_exporter_port: 5557,
         }
     }
 }
@@ -346,6 +354,9 @@ settings!(BrokerConfig {
     "aclEnable" => acl_enable,
     "rocketmq.acl.plain.file" => acl_plain_file,
     "innerClientAuthenticationCredentials" => inner_client_authentication_credentials vet inner_credentials,
+    "metricsExporterType" => metrics_exporter_type,
+    "metricsPromExporterHost" => metrics_prom_exporter_host,
+    "metricsPromExporterPort" => metrics_prom_exporter_port,
 } .. tls);
 
 /// `innerClientAuthenticationCredentials` must be the JSON object Java reads.
@@ -462,6 +473,28 @@ impl FlushDiskType {
 impl fmt::Display for FlushDiskType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())
+    }
+}
+
+/// Java's `MetricsExporterType`; Skiff serves Prometheus only (no OTLP push, no metrics log).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsExporterType {
+    Disable,
+    Prom,
+}
+
+impl FromSetting for MetricsExporterType {
+    /// Java's names or numbers (`DISABLE`/0, `PROM`/2); Java's other exporters are refused by
+    /// name rather than silently exporting nothing.
+    fn from_setting(text: &str) -> Result<Self, Rejection> {
+        match text {
+            "DISABLE" | "0" => Ok(MetricsExporterType::Disable),
+            "PROM" | "2" => Ok(MetricsExporterType::Prom),
+            "OTLP_GRPC" | "1" | "LOG" | "3" => Err(Rejection::Expected(
+                "DISABLE or PROM (Skiff has no OTLP_GRPC or LOG exporter; scrape /metrics)".into(),
+            )),
+            _ => Err(Rejection::Expected("DISABLE or PROM".into())),
+        }
     }
 }
 

@@ -18,7 +18,7 @@ mod source;
 mod tls;
 mod value;
 
-pub use broker::{BrokerConfig, BrokerRole, FlushDiskType};
+pub use broker::{BrokerConfig, BrokerRole, FlushDiskType, MetricsExporterType};
 pub use error::{ConfigError, Location};
 pub use namesrv::NamesrvConfig;
 pub use tls::{ClientAuth, Secret, TlsConfig, TlsMode};

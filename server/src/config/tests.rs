@@ -431,3 +431,35 @@ fn acl_settings_have_javas_names() {
     n.set("aclEnable", "true").unwrap();
     assert!(n.acl_enable);
 }
+
+#[test]
+fn metrics_keys_as_java_names_them() {
+    let c = BrokerConfig::default();
+    assert_eq!(c.metrics_exporter_type, MetricsExporterType::Disable);
+    assert_eq!(c.metrics_prom_exporter_port, 5557);
+    assert_eq!(c.metrics_prom_exporter_host, None);
+    let c = load(
+        "broker.conf",
+        "metricsExporterType=PROM\nmetricsPromExporterHost=127.0.0.1\nmetricsPromExporterPort=15557\n",
+    )
+    .unwrap();
+    assert_eq!(c.metrics_exporter_type, MetricsExporterType::Prom);
+    assert_eq!(
+        c.metrics_prom_exporter_host,
+        Some("127.0.0.1".parse().unwrap())
+    );
+    assert_eq!(c.metrics_prom_exporter_port, 15557);
+    // Java's numbers too; an empty host is Java's default (the advertised IP).
+    let c = load(
+        "broker.conf",
+        "metricsExporterType=2\nmetricsPromExporterHost=\n",
+    )
+    .unwrap();
+    assert_eq!(c.metrics_exporter_type, MetricsExporterType::Prom);
+    assert_eq!(c.metrics_prom_exporter_host, None);
+    let err = load_err("broker.conf", "metricsExporterType=OTLP_GRPC\n");
+    assert!(err.contains("metricsExporterType"), "{err}");
+    assert!(err.contains("no OTLP_GRPC or LOG exporter"), "{err}");
+    let err = load_err("broker.conf", "metricsPromExporterPort=70000\n");
+    assert!(err.contains("metricsPromExporterPort"), "{err}");
+}
