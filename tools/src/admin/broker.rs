@@ -130,10 +130,15 @@ pub async fn cluster(admin: &Admin, args: ClusterArgs) -> Result<Shown> {
             };
             for (id, addr) in &data.broker_addrs {
                 // A broker that does not answer is listed anyway, as clusterList does.
-                let runtime = match admin.call(addr, &Request::GetBrokerRuntimeInfo).await {
-                    Ok(Reply::KeyValues(table)) => table,
-                    Ok(_) | Err(_) => BTreeMap::new(),
+                let (runtime, error) = match admin.call(addr, &Request::GetBrokerRuntimeInfo).await
+                {
+                    Ok(Reply::KeyValues(table)) => (table, None),
+                    Ok(other) => (BTreeMap::new(), Some(format!("answered {other:?}"))),
+                    Err(err) => (BTreeMap::new(), Some(crate::health::describe(&err))),
                 };
+                if let Some(error) = &error {
+                    eprintln!("skiff admin: broker {name} at {addr}: no runtime info: {error}");
+                }
                 let get = |k: &str| runtime.get(k).cloned();
                 rows.push(vec![
                     cluster.clone(),
@@ -150,7 +155,8 @@ pub async fn cluster(admin: &Admin, args: ClusterArgs) -> Result<Shown> {
                     "brokerName": name,
                     "brokerId": id,
                     "addr": addr,
-                    "answers": !runtime.is_empty(),
+                    "answers": error.is_none(),
+                    "error": error,
                     "version": get("brokerVersionDesc"),
                     "putTps": get("putTps"),
                     "msgPutTotalTodayNow": get("msgPutTotalTodayNow"),
