@@ -199,10 +199,29 @@ impl RemotingClient {
 
     /// Sends `request` and waits up to `timeout` for its reply.
     pub async fn invoke(&self, request: &Request, timeout: Duration) -> Result<Reply, ClientError> {
+        let frame = remoting::encode_request(request, 0, false);
+        let response = self.invoke_frame(frame, timeout).await?;
+        remoting::decode_reply(request, &response).map_err(|err| ClientError::BadReply {
+            addr: self.inner.addr.clone(),
+            message: err.to_string(),
+        })
+    }
+
+    /// Sends a request frame built by the caller (for request codes the command model does not
+    /// have, such as the admin tool's broker-config and offset-reset codes) and waits up to
+    /// `timeout` for the response frame. The frame gets its opaque here, and is signed.
+    pub async fn invoke_frame(
+        &self,
+        mut frame: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, ClientError> {
         let opaque = self.inner.next_opaque.fetch_add(1, Ordering::Relaxed);
+        frame.opaque = opaque;
+        if let Some(credentials) = &self.credentials {
+            crate::acl::sign_command(&mut frame, credentials);
+        }
         let (tx, rx) = oneshot::channel();
         self.inner.pending.lock().insert(opaque, tx);
-        let frame = self.frame(request, opaque, false);
         let result = tokio::time::timeout(timeout, async {
             self.inner
                 .outbound
@@ -212,20 +231,16 @@ impl RemotingClient {
             rx.await.map_err(|_| self.closed_error())
         })
         .await;
-        let response = match result {
-            Ok(response) => response?,
+        match result {
+            Ok(response) => response,
             Err(_) => {
                 self.inner.pending.lock().remove(&opaque);
-                return Err(ClientError::Timeout {
+                Err(ClientError::Timeout {
                     addr: self.inner.addr.clone(),
                     timeout,
-                });
+                })
             }
-        };
-        remoting::decode_reply(request, &response).map_err(|err| ClientError::BadReply {
-            addr: self.inner.addr.clone(),
-            message: err.to_string(),
-        })
+        }
     }
 
     /// Sends `request` without waiting for (or getting) a reply.

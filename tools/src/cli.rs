@@ -22,6 +22,9 @@ Examples:
     skiff broker -c conf/broker.conf --set namesrvAddr=10.0.0.5:9876
   Measure it (16 producers, 1 KiB messages, 60 s) and check every message comes back:
     skiff bench --duration 60s
+  Administer it (or an Apache RocketMQ cluster): see skiff admin --help
+    skiff admin topic create -t orders --queues 8
+    skiff admin group progress -g billing --json
 
 Logging goes to stderr; set RUST_LOG (for example RUST_LOG=debug or RUST_LOG=skiff_server=debug) \
 to change what is logged. Exit status: 0 after a clean stop (Ctrl-C or SIGTERM), 2 for a bad \
@@ -56,6 +59,19 @@ pub enum Command {
     Bench(crate::bench::BenchArgs),
     /// Check that a standalone Skiff serves: its broker is registered and answers (exit 0 or 1).
     Health(crate::health::HealthArgs),
+    /// Administer a Skiff or Apache RocketMQ cluster: topics, groups, offsets, messages, config.
+    Admin(crate::admin::AdminArgs),
+    /// Print a shell completion script for skiff (bash, zsh, fish, elvish, powershell).
+    #[command(after_long_help = "\
+Examples:
+  bash:  skiff completions bash > /etc/bash_completion.d/skiff
+  zsh:   skiff completions zsh > \"${fpath[1]}/_skiff\"
+  fish:  skiff completions fish > ~/.config/fish/completions/skiff.fish")]
+    Completions {
+        /// The shell to write the script for
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 #[derive(Debug, Args)]

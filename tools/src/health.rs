@@ -112,7 +112,7 @@ async fn check(namesrv: SocketAddr, broker: SocketAddr, timeout: Duration) -> Re
 }
 
 /// The error and its causes, each once: client errors already include their cause in their text.
-fn describe(err: &anyhow::Error) -> String {
+pub(crate) fn describe(err: &anyhow::Error) -> String {
     let mut text = String::new();
     for cause in err.chain() {
         let cause = cause.to_string();

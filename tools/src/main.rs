@@ -2,6 +2,7 @@
 //! It parses the command line and wires the servers of `skiff-server` together; it owns no
 //! protocol or storage logic.
 
+mod admin;
 mod bench;
 mod cli;
 mod health;
@@ -19,6 +20,15 @@ use cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Completions { shell } = cli.command {
+        clap_complete::generate(
+            shell,
+            &mut <Cli as clap::CommandFactory>::command(),
+            "skiff",
+            &mut std::io::stdout(),
+        );
+        return ExitCode::SUCCESS;
+    }
     logging::init(cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -37,6 +47,8 @@ fn main() -> ExitCode {
             Command::Broker(args) => serve::broker(args).await.map(|()| ExitCode::SUCCESS),
             Command::Bench(args) => Ok(bench::run(args).await),
             Command::Health(args) => Ok(health::run(args).await),
+            Command::Admin(args) => Ok(admin::run(args).await),
+            Command::Completions { .. } => Ok(ExitCode::SUCCESS),
         }
     });
     // Blocking work still running (a stuck flush after a timed-out stop) must not hold the exit.
