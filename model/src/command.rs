@@ -148,6 +148,8 @@ pub enum Request {
 
     /// POP consumption (pop, ack, change invisible time, assignment): see [`crate::pop`].
     Pop(crate::pop::PopCommand),
+    /// Operator requests (KV config, write permission, introspection): see [`crate::admin`].
+    Admin(crate::admin::AdminCommand),
 
     // ---- broker to client ----
     /// The members of a consumer group changed: rebalance now.
@@ -392,6 +394,8 @@ pub enum Reply {
     KeyValues(BTreeMap<String, String>),
     /// An answer to a [`Request::Pop`] (boxed: a pop result is large).
     Pop(Box<crate::pop::PopReply>),
+    /// An answer to a [`Request::Admin`].
+    Admin(crate::admin::AdminReply),
 }
 
 impl Reply {

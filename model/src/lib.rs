@@ -14,6 +14,7 @@
 //! it without depending on each other.
 
 pub mod acl;
+pub mod admin;
 pub mod command;
 pub mod consumer;
 pub mod delay;

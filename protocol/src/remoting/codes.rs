@@ -49,6 +49,14 @@ pub mod request {
     pub const CHANGE_MESSAGE_INVISIBLETIME: i32 = 200053;
     pub const NOTIFICATION: i32 = 200054;
     pub const BATCH_ACK_MESSAGE: i32 = 200151;
+    pub const PUT_KV_CONFIG: i32 = 100;
+    pub const GET_KV_CONFIG: i32 = 101;
+    pub const DELETE_KV_CONFIG: i32 = 102;
+    pub const WIPE_WRITE_PERM_OF_BROKER: i32 = 205;
+    pub const GET_KVLIST_BY_NAMESPACE: i32 = 219;
+    pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
+    pub const ADD_WRITE_PERM_OF_BROKER: i32 = 327;
+    pub const GET_BROKER_HA_STATUS: i32 = 907;
 }
 
 /// Response codes.

@@ -8,6 +8,7 @@
 //! [`decode_reply`].
 
 pub mod access;
+mod admin;
 mod body;
 pub mod codes;
 mod command;

@@ -138,6 +138,7 @@ pub fn encode_reply(request: &RemotingCommand, reply: Reply) -> RemotingCommand 
         }
         Reply::Message(record) => cmd.body = Body::from(record),
         Reply::Pop(pop) => super::pop::encode_reply(*pop, &mut cmd),
+        Reply::Admin(admin) => super::admin::encode_reply(admin, &mut cmd),
     }
     cmd
 }
@@ -241,6 +242,8 @@ pub fn decode_reply(
         | Request::CheckTransactionState(_) => Reply::Success,
         // Skiff's own tools never consume by POP: they only learn whether it succeeded.
         Request::Pop(_) => Reply::Success,
+        // Skiff's own tools do not send these yet: they only learn whether it succeeded.
+        Request::Admin(_) => Reply::Success,
     };
     Ok(reply)
 }

@@ -200,6 +200,7 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
             group: f.string("consumerGroup")?,
         },
         pop if super::pop::is_pop_code(pop) => Request::Pop(super::pop::decode(cmd)?),
+        admin if super::admin::is_admin_code(admin) => Request::Admin(super::admin::decode(cmd)?),
         other => {
             return Err(ErrorReply {
                 kind: ErrorKind::RequestNotSupported,
@@ -466,6 +467,11 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
             super::pop::encode(pop, &mut cmd);
             cmd
         }
+        Request::Admin(admin) => {
+            let mut cmd = RemotingCommand::request(0, 0);
+            super::admin::encode(admin, &mut cmd);
+            cmd
+        }
         _ => RemotingCommand::request(0, 0),
     };
     cmd.code = request_code(request);
@@ -475,7 +481,7 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
     }
     let mut out = FieldsOut(&mut cmd.ext_fields);
     match request {
-        Request::Send(_) | Request::Pull(_) | Request::Pop(_) => {}
+        Request::Send(_) | Request::Pull(_) | Request::Pop(_) | Request::Admin(_) => {}
         Request::QueryConsumerOffset { group, queue } => {
             out.put("consumerGroup", group);
             put_queue(&mut out, queue);
@@ -695,6 +701,7 @@ pub fn request_code(request: &Request) -> i32 {
         Request::EndTransaction(_) => code::END_TRANSACTION,
         Request::CheckTransactionState(_) => code::CHECK_TRANSACTION_STATE,
         Request::Pop(pop) => super::pop::request_code(pop),
+        Request::Admin(admin) => super::admin::request_code(admin),
     }
 }
 

@@ -155,6 +155,19 @@ impl ConsumerManager {
             .and_then(|info| info.subscriptions.get(topic).cloned())
     }
 
+    /// Groups with a live member subscribed to `topic` (`queryTopicConsumeByWho`), sorted.
+    pub fn groups_subscribing(&self, topic: &str) -> Vec<String> {
+        let mut groups: Vec<String> = self
+            .groups
+            .read()
+            .iter()
+            .filter(|(_, info)| info.subscriptions.contains_key(topic))
+            .map(|(group, _)| group.clone())
+            .collect();
+        groups.sort();
+        groups
+    }
+
     /// How many topics the group subscribes to; `None` if the group has no live member.
     pub fn subscription_count(&self, group: &str) -> Option<usize> {
         self.groups
@@ -214,6 +227,9 @@ mod tests {
             manager.subscription("g", "U").is_none(),
             "dropped topic removed"
         );
+        manager.register(&a, "c2", &consumer("f", &[("T", 1)]));
+        assert_eq!(manager.groups_subscribing("T"), ["f", "g"]);
+        assert!(manager.groups_subscribing("U").is_empty());
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod client;
 mod config_file;
 mod consumers;
 mod groups;
+mod introspect;
 mod long_polling;
 mod metrics;
 mod metrics_http;
@@ -230,6 +231,7 @@ impl Service for BrokerState {
             }
             Request::GetBrokerRuntimeInfo => Handled::Now(admin::runtime_info(&self)),
             Request::Pop(command) => pop::handle(&self, ctx, command),
+            Request::Admin(command) => Handled::Now(introspect::handle(&self, command)),
             other => Handled::Now(Reply::error(
                 ErrorKind::RequestNotSupported,
                 format!(
@@ -292,6 +294,23 @@ pub fn request_name(request: &Request) -> &'static str {
         Request::EndTransaction(_) => "END_TRANSACTION",
         Request::CheckTransactionState(_) => "CHECK_TRANSACTION_STATE",
         Request::Pop(command) => pop_request_name(command),
+        Request::Admin(command) => admin_request_name(command),
+    }
+}
+
+fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static str {
+    use skiff_model::admin::AdminCommand;
+    match command {
+        AdminCommand::PutKvConfig { .. } => "PUT_KV_CONFIG",
+        AdminCommand::GetKvConfig { .. } => "GET_KV_CONFIG",
+        AdminCommand::DeleteKvConfig { .. } => "DELETE_KV_CONFIG",
+        AdminCommand::GetKvList { .. } => "GET_KVLIST_BY_NAMESPACE",
+        AdminCommand::WritePerm {
+            writable: false, ..
+        } => "WIPE_WRITE_PERM_OF_BROKER",
+        AdminCommand::WritePerm { writable: true, .. } => "ADD_WRITE_PERM_OF_BROKER",
+        AdminCommand::TopicConsumers { .. } => "QUERY_TOPIC_CONSUME_BY_WHO",
+        AdminCommand::HaStatus => "GET_BROKER_HA_STATUS",
     }
 }
 

@@ -111,6 +111,20 @@ impl ConsumerOffsetManager {
         topics
     }
 
+    /// Groups with committed offsets on `topic` (`whichGroupByTopic`), sorted.
+    pub fn groups_of_topic(&self, topic: &str) -> Vec<String> {
+        let mut groups: Vec<String> = self
+            .committed
+            .read()
+            .keys()
+            .filter_map(|k| k.split_once(TOPIC_GROUP_SEPARATOR))
+            .filter(|(t, _)| *t == topic)
+            .map(|(_, g)| g.to_string())
+            .collect();
+        groups.sort();
+        groups
+    }
+
     /// Forgets every group's offsets on `topic`.
     pub fn remove_topic(&self, topic: &str) {
         let prefix = format!("{topic}{TOPIC_GROUP_SEPARATOR}");
@@ -159,6 +173,9 @@ mod tests {
         assert_eq!(reloaded.query("g", "T", 0), Some(12));
         assert_eq!(reloaded.query("g", "T2", 3), Some(7));
         assert_eq!(reloaded.topics_of_group("g"), ["T", "T2"]);
+        reloaded.commit("h", "T", 0, 1);
+        assert_eq!(reloaded.groups_of_topic("T"), ["g", "h"]);
+        assert!(reloaded.groups_of_topic("absent").is_empty());
         reloaded.remove_topic("T");
         assert_eq!(reloaded.query("g", "T", 0), None);
         assert_eq!(reloaded.query("g", "T2", 3), Some(7));

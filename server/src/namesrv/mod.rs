@@ -4,6 +4,7 @@
 //! stops registering for its timeout (120 s by default), or whose connection closes, is dropped
 //! along with the queues only it served.
 
+mod kv_config;
 mod route_info;
 
 use std::net::SocketAddr;
@@ -11,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use skiff_model::admin::{AdminCommand, AdminReply};
 use skiff_model::command::{ErrorKind, Reply, Request};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
@@ -23,6 +25,7 @@ pub use route_info::{BrokerIdentity, RouteInfoManager};
 
 struct NameServerService {
     routes: RouteInfoManager,
+    kv: kv_config::KvConfigManager,
     broker_timeout: Duration,
     /// `aclEnable`: the accounts every request is checked against.
     acl: Option<Arc<crate::acl::AccessControl>>,
@@ -92,11 +95,46 @@ impl NameServerService {
                 self.routes.delete_topic(&topic, cluster_name.as_deref());
                 Reply::Success
             }
+            Request::Admin(command) => self.admin(ctx, command),
             other => Reply::error(
                 ErrorKind::RequestNotSupported,
                 format!(
                     "the name server does not serve {}; send it to a broker",
                     crate::broker::request_name(&other)
+                ),
+            ),
+        }
+    }
+}
+
+impl NameServerService {
+    fn admin(&self, ctx: &RequestContext, command: AdminCommand) -> Reply {
+        match command {
+            AdminCommand::PutKvConfig {
+                namespace,
+                key,
+                value,
+            } => self.kv.put(&namespace, &key, &value),
+            AdminCommand::GetKvConfig { namespace, key } => self.kv.get(&namespace, &key),
+            AdminCommand::DeleteKvConfig { namespace, key } => self.kv.delete(&namespace, &key),
+            AdminCommand::GetKvList { namespace } => self.kv.list(&namespace),
+            AdminCommand::WritePerm {
+                broker_name,
+                writable,
+            } => {
+                let topic_count = self.routes.set_write_perm(&broker_name, writable);
+                info!(broker = %broker_name, writable, topics = topic_count,
+                      client = %ctx.channel.peer(), "write permission of broker changed");
+                Reply::Admin(AdminReply::WritePermChanged {
+                    writable,
+                    topic_count,
+                })
+            }
+            other @ (AdminCommand::TopicConsumers { .. } | AdminCommand::HaStatus) => Reply::error(
+                ErrorKind::RequestNotSupported,
+                format!(
+                    "the name server does not serve {}; send it to a broker",
+                    crate::broker::request_name(&Request::Admin(other))
                 ),
             ),
         }
@@ -130,6 +168,7 @@ impl NameServer {
         let local_addr = listener.local_addr()?;
         let service = Arc::new(NameServerService {
             routes: RouteInfoManager::default(),
+            kv: kv_config::KvConfigManager::default(),
             broker_timeout: Duration::from_millis(config.broker_channel_expired_time),
             acl,
         });

@@ -8,9 +8,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
+use skiff_model::route::perm;
 use skiff_model::route::{
-    BrokerData, BrokerRegistration, ClusterInfo, QueueData, RegistrationResult, TopicConfig,
-    TopicRouteData, MASTER_ID,
+    BrokerData, BrokerRegistration, ClusterInfo, DataVersion, QueueData, RegistrationResult,
+    TopicConfig, TopicRouteData, MASTER_ID,
 };
 
 /// When a broker was last heard from, and on which connection.
@@ -19,6 +20,9 @@ struct BrokerLive {
     timeout: Duration,
     channel_id: u64,
     ha_server_addr: String,
+    /// The topic table version of the last registration: an unchanged one leaves the routes as
+    /// they are (so a `wipeWritePerm` lasts until the broker's topics change, as in Java).
+    data_version: DataVersion,
 }
 
 #[derive(Default)]
@@ -80,7 +84,11 @@ impl RouteInfoManager {
             .broker_addrs
             .insert(registration.broker_id, registration.broker_addr.clone());
 
-        if registration.broker_id == MASTER_ID {
+        let topics_changed = tables
+            .broker_live_table
+            .get(&registration.broker_addr)
+            .is_none_or(|live| live.data_version != registration.data_version);
+        if registration.broker_id == MASTER_ID && topics_changed {
             for topic in registration.topics.values() {
                 upsert_queue_data(&mut tables, &registration.broker_name, topic);
             }
@@ -98,6 +106,7 @@ impl RouteInfoManager {
                 timeout,
                 channel_id,
                 ha_server_addr: registration.ha_server_addr.clone(),
+                data_version: registration.data_version,
             },
         );
 
@@ -233,6 +242,27 @@ impl RouteInfoManager {
     }
 }
 
+impl RouteInfoManager {
+    /// `wipeWritePermOfBrokerByLock` / `addWritePermOfBrokerByLock`: takes the write bit off
+    /// every queue of `broker_name` (wipe), or makes them read-write (add). Returns how many
+    /// topics it touched.
+    pub fn set_write_perm(&self, broker_name: &str, writable: bool) -> i32 {
+        let mut tables = self.tables.write();
+        let mut count = 0;
+        for queues in tables.topic_queue_table.values_mut() {
+            if let Some(queue) = queues.get_mut(broker_name) {
+                queue.perm = if writable {
+                    perm::READ | perm::WRITE
+                } else {
+                    queue.perm & !perm::WRITE
+                };
+                count += 1;
+            }
+        }
+        count
+    }
+}
+
 fn upsert_queue_data(tables: &mut Tables, broker_name: &str, topic: &TopicConfig) {
     let queue_data = QueueData {
         broker_name: broker_name.to_string(),
@@ -292,6 +322,40 @@ mod tests {
     }
 
     const TIMEOUT: Duration = Duration::from_secs(120);
+
+    fn perms(routes: &RouteInfoManager, topic: &str) -> Vec<(String, i32)> {
+        let route = routes.topic_route(topic).unwrap();
+        route
+            .queue_datas
+            .iter()
+            .map(|q| (q.broker_name.clone(), q.perm))
+            .collect()
+    }
+
+    #[test]
+    fn wipe_and_add_write_perm_touch_one_broker_and_survive_heartbeats() {
+        let routes = RouteInfoManager::default();
+        let a = registration("a", "10.0.0.1:10911", 0, &["T", "U"]);
+        routes.register_broker(&a, 1, TIMEOUT);
+        routes.register_broker(&registration("b", "10.0.0.2:10911", 0, &["T"]), 2, TIMEOUT);
+        assert_eq!(routes.set_write_perm("a", false), 2);
+        assert_eq!(
+            perms(&routes, "T"),
+            vec![("a".to_string(), perm::READ), ("b".to_string(), 6)]
+        );
+        // The periodic registration with an unchanged topic table keeps the wipe (as Java).
+        routes.register_broker(&a, 1, TIMEOUT);
+        assert_eq!(perms(&routes, "U"), vec![("a".to_string(), perm::READ)]);
+        assert_eq!(routes.set_write_perm("a", true), 2);
+        assert_eq!(perms(&routes, "U"), vec![("a".to_string(), 6)]);
+        assert_eq!(routes.set_write_perm("nobody", false), 0);
+        // A changed topic table is applied again.
+        routes.set_write_perm("a", false);
+        let mut changed = a.clone();
+        changed.data_version.counter += 1;
+        routes.register_broker(&changed, 1, TIMEOUT);
+        assert_eq!(perms(&routes, "U"), vec![("a".to_string(), 6)]);
+    }
 
     #[test]
     fn route_lists_every_group_serving_a_topic() {

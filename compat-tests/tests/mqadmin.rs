@@ -1,0 +1,320 @@
+//! `mqadmin` itself (`org.apache.rocketmq:rocketmq-tools`, `MQAdminStartup`, from Maven Central)
+//! against the target: name-server KV config (`updateKvConfig`, `deleteKvConfig`,
+//! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
+//! `topicRoute`), `haStatus`, and `queryMsgById` with its consumer tracking
+//! (QUERY_TOPIC_CONSUME_BY_WHO). mqadmin exits 0 even when a command fails, so each command's
+//! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
+//!
+//! Each JVM runs a batch of commands (`java/tools/MqAdminBatch.java` calls `MQAdminStartup.main`
+//! once per command; it does not exit). Reference run:
+//!   SKIFF_COMPAT_TARGET=apache cargo test -p skiff-compat-tests --test mqadmin
+
+use std::fs;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use skiff_compat_tests::java::{self, java_bin};
+use skiff_compat_tests::process;
+use skiff_compat_tests::suite::unique_id;
+use skiff_compat_tests::target::{FlushDisk, Target};
+
+/// One batch JVM: a few seconds to start plus a few seconds per command.
+const BATCH_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The broker name the harness gives both targets.
+const BROKER_NAME: &str = "broker-a";
+
+/// Runs `commands` (each a list of words) in one mqadmin JVM; returns each command's output.
+fn mqadmin(target: &Target, label: &str, commands: &[Vec<String>]) -> Result<Vec<String>> {
+    let tools = java::java_dir().join("tools");
+    let cp = java::classpath(&tools, "mqadmin", "5.3.3")?;
+    let run_dir = target.dir().join(format!("mqadmin-{label}"));
+    fs::create_dir_all(&run_dir)?;
+    let batch = run_dir.join("commands.tsv");
+    let text: Vec<String> = commands.iter().map(|words| words.join("\t")).collect();
+    fs::write(&batch, text.join("\n") + "\n")?;
+    let mut cmd = Command::new(java_bin());
+    cmd.current_dir(&run_dir)
+        .args(["-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1"])
+        .arg(format!("-Duser.home={}", run_dir.display()))
+        .arg(format!(
+            "-Drocketmq.client.logRoot={}",
+            run_dir.join("logs").display()
+        ))
+        .arg("-Drocketmq.client.logLevel=WARN")
+        // mqadmin would send broker requests to the VIP port (listen port - 2).
+        .arg("-Dcom.rocketmq.sendMessageWithVIPChannel=false")
+        .args(target.client_jvm_args())
+        .arg("-cp")
+        .arg(&cp)
+        .arg(tools.join("MqAdminBatch.java"))
+        .arg(&batch);
+    let out = process::run(&format!("mqadmin-{label}"), cmd, &run_dir, BATCH_TIMEOUT)?;
+    let sections = split_sections(&out);
+    if sections.len() != commands.len() {
+        bail!(
+            "expected {} command outputs, got {}:\n{out}",
+            commands.len(),
+            sections.len()
+        );
+    }
+    Ok(sections)
+}
+
+fn split_sections(out: &str) -> Vec<String> {
+    let mut sections = Vec::new();
+    let mut current: Option<String> = None;
+    for line in out.lines() {
+        if line.starts_with("##### BEGIN ") {
+            current = Some(String::new());
+        } else if line == "##### END" {
+            sections.extend(current.take());
+        } else if let Some(text) = current.as_mut() {
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    sections
+}
+
+fn words(parts: &[&str]) -> Vec<String> {
+    parts.iter().map(|s| s.to_string()).collect()
+}
+
+/// Replaces the addresses of the target with placeholders.
+fn normalise(text: &str, target: &Target) -> String {
+    text.replace(&target.namesrv(), "NAMESRV")
+        .replace(&target.broker(), "BROKER")
+}
+
+/// Fails unless `output` contains every one of `expected` and no exception.
+fn expect(what: &str, output: &str, expected: &[&str]) -> Result<()> {
+    for e in expected {
+        if !output.contains(e) {
+            bail!("{what}: expected {e:?} in:\n{output}");
+        }
+    }
+    if output.contains("Exception") {
+        bail!("{what}: an exception in:\n{output}");
+    }
+    Ok(())
+}
+
+/// `... OK, <n>` with a positive topic count (the counts differ: each target has its own system
+/// topics).
+fn expect_perm_ok(what: &str, output: &str, prefix: &str) -> Result<()> {
+    let line = output
+        .lines()
+        .find(|l| l.starts_with(prefix))
+        .with_context(|| format!("{what}: no line starting {prefix:?} in:\n{output}"))?;
+    let count: i64 = line
+        .rsplit_once(", ")
+        .and_then(|(_, n)| n.trim().parse().ok())
+        .with_context(|| format!("{what}: no topic count in {line:?}"))?;
+    if count < 1 {
+        bail!("{what}: expected a positive topic count in {line:?}");
+    }
+    expect(what, output, &[])
+}
+
+/// The `perm` values of a `topicRoute` output (fastjson's pretty print: `"perm":6`).
+fn route_perms(output: &str) -> Vec<i32> {
+    output
+        .split("\"perm\":")
+        .skip(1)
+        .filter_map(|rest| {
+            let digits: String = rest
+                .trim_start()
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse().ok()
+        })
+        .collect()
+}
+
+/// The message id in `sendMessage`'s table (`#Broker Name  #QID  #Send Result  #MsgId`).
+fn sent_msg_id(output: &str) -> Option<String> {
+    output
+        .lines()
+        .find(|l| l.contains("SEND_OK"))
+        .and_then(|l| l.split_whitespace().last())
+        .map(str::to_string)
+}
+
+#[test]
+fn mqadmin_commands_answer_as_apache() {
+    let started = Instant::now();
+    let target = Target::start("mqadmin", FlushDisk::Async).expect("start the target");
+    if let Err(e) = run(&target) {
+        panic!("{e:#}\n--- target logs ---\n{}", target.logs());
+    }
+    println!(
+        "mqadmin against {:?}: PASS in {:.1?}",
+        target.kind(),
+        started.elapsed()
+    );
+}
+
+fn run(target: &Target) -> Result<()> {
+    let ns = target.namesrv();
+    let broker = target.broker();
+    let id = unique_id("533");
+    let topic = format!("mqadmin_{id}");
+    let namespace = format!("skiff_ns_{id}");
+
+    let first = [
+        words(&["updateTopic", "-n", &ns, "-b", &broker, "-t", &topic]),
+        words(&[
+            "sendMessage",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-p",
+            "hello mqadmin",
+        ]),
+        words(&[
+            "updateKvConfig",
+            "-n",
+            &ns,
+            "-s",
+            &namespace,
+            "-k",
+            "k1",
+            "-v",
+            "v1",
+        ]),
+        words(&["deleteKvConfig", "-n", &ns, "-s", &namespace, "-k", "k1"]),
+        words(&[
+            "updateOrderConf",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-m",
+            "put",
+            "-v",
+            "broker-a:4",
+        ]),
+        words(&["updateOrderConf", "-n", &ns, "-t", &topic, "-m", "get"]),
+        words(&["updateOrderConf", "-n", &ns, "-t", &topic, "-m", "delete"]),
+        words(&["updateOrderConf", "-n", &ns, "-t", &topic, "-m", "get"]),
+        words(&["haStatus", "-n", &ns, "-b", &broker]),
+    ];
+    let out = mqadmin(target, "first", &first)?;
+    let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
+    expect("updateTopic", &out[0], &["create topic to BROKER success."])?;
+    expect("sendMessage", &out[1], &["SEND_OK"])?;
+    let msg_id = sent_msg_id(&out[1]).context("no message id in sendMessage's output")?;
+    expect(
+        "updateKvConfig",
+        &out[2],
+        &["create or update kv config to namespace success."],
+    )?;
+    expect(
+        "deleteKvConfig",
+        &out[3],
+        &["delete kv config from namespace success."],
+    )?;
+    expect(
+        "updateOrderConf put",
+        &out[4],
+        &[&format!(
+            "update orderConf success. topic=[{topic}], orderConf=[broker-a:4]"
+        )],
+    )?;
+    expect(
+        "updateOrderConf get",
+        &out[5],
+        &[&format!(
+            "get orderConf success. topic=[{topic}], orderConf=[broker-a:4]"
+        )],
+    )?;
+    expect(
+        "updateOrderConf delete",
+        &out[6],
+        &[&format!("delete orderConf success. topic=[{topic}]")],
+    )?;
+    // A deleted key: the name server's QUERY_NOT_FOUND (22) and Java's remark.
+    for e in [
+        "CODE: 22".to_string(),
+        format!("No config item, Namespace: ORDER_TOPIC_CONFIG Key: {topic}"),
+    ] {
+        if !out[7].contains(&e) {
+            bail!(
+                "updateOrderConf get after delete: expected {e:?} in:\n{}",
+                out[7]
+            );
+        }
+    }
+    expect(
+        "haStatus",
+        &out[8],
+        &[
+            "#MasterAddr\tBROKER",
+            "#MasterCommitLogMaxOffset\t",
+            "#SlaveNum\t0",
+            "#InSyncSlaveNum\t0",
+        ],
+    )?;
+
+    // A second JVM: the route changes of updateTopic reach the name server asynchronously, and a
+    // registration that lands after the wipe would undo it.
+    let second = [
+        words(&["wipeWritePerm", "-n", &ns, "-b", BROKER_NAME]),
+        words(&["topicRoute", "-n", &ns, "-t", &topic]),
+        words(&["addWritePerm", "-n", &ns, "-b", BROKER_NAME]),
+        words(&["topicRoute", "-n", &ns, "-t", &topic]),
+        words(&[
+            "queryMsgById",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-i",
+            &msg_id,
+            "-f",
+            "UTF-8",
+        ]),
+    ];
+    let out = mqadmin(target, "second", &second)?;
+    let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
+    expect_perm_ok(
+        "wipeWritePerm",
+        &out[0],
+        "wipe write perm of broker[broker-a] in name server[NAMESRV] OK, ",
+    )?;
+    expect("topicRoute after wipe", &out[1], &[])?;
+    if route_perms(&out[1]) != [4] {
+        bail!(
+            "topicRoute after wipe: expected perm 4 (read only) in:\n{}",
+            out[1]
+        );
+    }
+    expect_perm_ok(
+        "addWritePerm",
+        &out[2],
+        "add write perm of broker[broker-a] in name server[NAMESRV] OK, ",
+    )?;
+    expect("topicRoute after add", &out[3], &[])?;
+    if route_perms(&out[3]) != [6] {
+        bail!(
+            "topicRoute after add: expected perm 6 (read-write) in:\n{}",
+            out[3]
+        );
+    }
+    expect(
+        "queryMsgById",
+        &out[4],
+        &[
+            "Message Body:        hello mqadmin",
+            &topic,
+            "WARN: No Consumer",
+        ],
+    )?;
+    // mqadmin always writes the body to this fixed path too; remove the file it made.
+    let _ = fs::remove_file(format!("/tmp/rocketmq/msgbodys/{msg_id}"));
+    Ok(())
+}

@@ -1,0 +1,281 @@
+//! Operator codes ⇄ [`AdminCommand`] / [`AdminReply`]: the name server's KV config
+//! (PUT_/GET_/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE), WIPE_/ADD_WRITE_PERM_OF_BROKER,
+//! QUERY_TOPIC_CONSUME_BY_WHO and GET_BROKER_HA_STATUS, with the header and body names of Java's
+//! `PutKVConfigRequestHeader`, `WipeWritePermOfBrokerResponseHeader`, `GroupList`,
+//! `HARuntimeInfo`, ...
+
+use serde::Serialize;
+use skiff_model::admin::{AdminCommand, AdminReply, HaStatus};
+use skiff_model::command::ErrorReply;
+
+use super::body::{to_json, KvTable};
+use super::codes::request as code;
+use super::command::{Body, RemotingCommand};
+use super::fields::{Fields, FieldsOut};
+
+/// Whether `code` is one of the codes this module decodes.
+pub(super) fn is_admin_code(code: i32) -> bool {
+    matches!(
+        code,
+        code::PUT_KV_CONFIG
+            | code::GET_KV_CONFIG
+            | code::DELETE_KV_CONFIG
+            | code::GET_KVLIST_BY_NAMESPACE
+            | code::WIPE_WRITE_PERM_OF_BROKER
+            | code::ADD_WRITE_PERM_OF_BROKER
+            | code::QUERY_TOPIC_CONSUME_BY_WHO
+            | code::GET_BROKER_HA_STATUS
+    )
+}
+
+/// Required header fields are `@CFNotNull` in Java: a missing one is Java's "the custom field
+/// <name> is null".
+pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> {
+    let f = Fields(&cmd.ext_fields);
+    Ok(match cmd.code {
+        code::PUT_KV_CONFIG => AdminCommand::PutKvConfig {
+            namespace: f.string("namespace")?,
+            key: f.string("key")?,
+            value: f.string("value")?,
+        },
+        code::GET_KV_CONFIG => AdminCommand::GetKvConfig {
+            namespace: f.string("namespace")?,
+            key: f.string("key")?,
+        },
+        code::DELETE_KV_CONFIG => AdminCommand::DeleteKvConfig {
+            namespace: f.string("namespace")?,
+            key: f.string("key")?,
+        },
+        code::GET_KVLIST_BY_NAMESPACE => AdminCommand::GetKvList {
+            namespace: f.string("namespace")?,
+        },
+        code::WIPE_WRITE_PERM_OF_BROKER | code::ADD_WRITE_PERM_OF_BROKER => {
+            AdminCommand::WritePerm {
+                broker_name: f.string("brokerName")?,
+                writable: cmd.code == code::ADD_WRITE_PERM_OF_BROKER,
+            }
+        }
+        code::QUERY_TOPIC_CONSUME_BY_WHO => AdminCommand::TopicConsumers {
+            topic: f.string("topic")?,
+        },
+        code::GET_BROKER_HA_STATUS => AdminCommand::HaStatus,
+        other => unreachable!("is_admin_code admitted {other}"),
+    })
+}
+
+pub(super) fn request_code(command: &AdminCommand) -> i32 {
+    match command {
+        AdminCommand::PutKvConfig { .. } => code::PUT_KV_CONFIG,
+        AdminCommand::GetKvConfig { .. } => code::GET_KV_CONFIG,
+        AdminCommand::DeleteKvConfig { .. } => code::DELETE_KV_CONFIG,
+        AdminCommand::GetKvList { .. } => code::GET_KVLIST_BY_NAMESPACE,
+        AdminCommand::WritePerm {
+            writable: false, ..
+        } => code::WIPE_WRITE_PERM_OF_BROKER,
+        AdminCommand::WritePerm { writable: true, .. } => code::ADD_WRITE_PERM_OF_BROKER,
+        AdminCommand::TopicConsumers { .. } => code::QUERY_TOPIC_CONSUME_BY_WHO,
+        AdminCommand::HaStatus => code::GET_BROKER_HA_STATUS,
+    }
+}
+
+/// Client side: the header fields of `command`.
+pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
+    let mut out = FieldsOut(&mut cmd.ext_fields);
+    match command {
+        AdminCommand::PutKvConfig {
+            namespace,
+            key,
+            value,
+        } => {
+            out.put("namespace", namespace)
+                .put("key", key)
+                .put("value", value);
+        }
+        AdminCommand::GetKvConfig { namespace, key }
+        | AdminCommand::DeleteKvConfig { namespace, key } => {
+            out.put("namespace", namespace).put("key", key);
+        }
+        AdminCommand::GetKvList { namespace } => {
+            out.put("namespace", namespace);
+        }
+        AdminCommand::WritePerm { broker_name, .. } => {
+            out.put("brokerName", broker_name);
+        }
+        AdminCommand::TopicConsumers { topic } => {
+            out.put("topic", topic);
+        }
+        AdminCommand::HaStatus => {}
+    }
+}
+
+/// `GroupList`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GroupList<'a> {
+    group_list: &'a [String],
+}
+
+/// `HARuntimeInfo` as fastjson writes it (alphabetical members; a null `masterAddr` is left out).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HaRuntimeInfo {
+    ha_client_runtime_info: HaClientRuntimeInfo,
+    ha_connection_info: [(); 0],
+    in_sync_slave_nums: i32,
+    master: bool,
+    master_commit_log_max_offset: i64,
+}
+
+#[derive(Serialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct HaClientRuntimeInfo {
+    last_read_timestamp: i64,
+    last_write_timestamp: i64,
+    master_flush_offset: i64,
+    max_offset: i64,
+    transferred_byte_in_second: i64,
+}
+
+pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
+    match reply {
+        AdminReply::KvValue(value) => cmd.set_ext("value", value),
+        AdminReply::KvList(table) => {
+            cmd.body = Body::from(to_json(&KvTable { table }).into_bytes());
+        }
+        AdminReply::WritePermChanged {
+            writable,
+            topic_count,
+        } => cmd.set_ext(
+            if writable {
+                "addTopicCount"
+            } else {
+                "wipeTopicCount"
+            },
+            topic_count,
+        ),
+        AdminReply::Groups(groups) => {
+            cmd.body = Body::from(
+                to_json(&GroupList {
+                    group_list: &groups,
+                })
+                .into_bytes(),
+            );
+        }
+        AdminReply::HaStatus(HaStatus {
+            master,
+            master_commit_log_max_offset,
+            in_sync_slave_nums,
+        }) => {
+            let info = HaRuntimeInfo {
+                ha_client_runtime_info: HaClientRuntimeInfo::default(),
+                ha_connection_info: [],
+                in_sync_slave_nums,
+                master,
+                master_commit_log_max_offset,
+            };
+            cmd.body = Body::from(to_json(&info).into_bytes());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remoting::{decode_request, encode_reply as encode_any_reply};
+    use skiff_model::command::{Reply, Request};
+
+    fn request(code: i32, fields: &[(&str, &str)]) -> RemotingCommand {
+        let mut cmd = RemotingCommand::request(code, 7);
+        for (k, v) in fields {
+            cmd.set_ext(*k, *v);
+        }
+        cmd
+    }
+
+    #[test]
+    fn decodes_kv_and_perm_headers() {
+        let put = request(
+            code::PUT_KV_CONFIG,
+            &[
+                ("namespace", "ORDER_TOPIC_CONFIG"),
+                ("key", "t"),
+                ("value", "b:4"),
+            ],
+        );
+        assert_eq!(
+            decode_request(&put).unwrap(),
+            Request::Admin(AdminCommand::PutKvConfig {
+                namespace: "ORDER_TOPIC_CONFIG".into(),
+                key: "t".into(),
+                value: "b:4".into(),
+            })
+        );
+        let wipe = request(code::WIPE_WRITE_PERM_OF_BROKER, &[("brokerName", "b")]);
+        assert_eq!(
+            decode_request(&wipe).unwrap(),
+            Request::Admin(AdminCommand::WritePerm {
+                broker_name: "b".into(),
+                writable: false
+            })
+        );
+    }
+
+    #[test]
+    fn missing_field_is_javas_error() {
+        let put = request(code::PUT_KV_CONFIG, &[("namespace", "n"), ("key", "k")]);
+        let err = decode_request(&put).unwrap_err();
+        assert_eq!(err.message, "the custom field <value> is null");
+    }
+
+    #[test]
+    fn round_trips_request_codes() {
+        for command in [
+            AdminCommand::GetKvList {
+                namespace: "n".into(),
+            },
+            AdminCommand::WritePerm {
+                broker_name: "b".into(),
+                writable: true,
+            },
+            AdminCommand::TopicConsumers { topic: "t".into() },
+            AdminCommand::HaStatus,
+        ] {
+            let request = Request::Admin(command);
+            let cmd = crate::remoting::encode_request(&request, 1, false);
+            assert_eq!(decode_request(&cmd).unwrap(), request);
+        }
+    }
+
+    #[test]
+    fn encodes_replies_as_java_does() {
+        let req = request(code::ADD_WRITE_PERM_OF_BROKER, &[("brokerName", "b")]);
+        let reply = Reply::Admin(AdminReply::WritePermChanged {
+            writable: true,
+            topic_count: 3,
+        });
+        assert_eq!(
+            encode_any_reply(&req, reply).ext("addTopicCount"),
+            Some("3")
+        );
+
+        let req = request(code::GET_BROKER_HA_STATUS, &[]);
+        let reply = Reply::Admin(AdminReply::HaStatus(HaStatus {
+            master: true,
+            master_commit_log_max_offset: 42,
+            in_sync_slave_nums: 0,
+        }));
+        let body = encode_any_reply(&req, reply).body.to_bytes();
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            "{\"haClientRuntimeInfo\":{\"lastReadTimestamp\":0,\"lastWriteTimestamp\":0,\
+             \"masterFlushOffset\":0,\"maxOffset\":0,\"transferredByteInSecond\":0},\
+             \"haConnectionInfo\":[],\"inSyncSlaveNums\":0,\"master\":true,\
+             \"masterCommitLogMaxOffset\":42}"
+        );
+
+        let req = request(code::QUERY_TOPIC_CONSUME_BY_WHO, &[("topic", "t")]);
+        let reply = Reply::Admin(AdminReply::Groups(vec!["g1".into(), "g2".into()]));
+        let body = encode_any_reply(&req, reply).body.to_bytes();
+        assert_eq!(&body[..], b"{\"groupList\":[\"g1\",\"g2\"]}");
+    }
+}
