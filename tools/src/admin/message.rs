@@ -69,8 +69,8 @@ pub struct PrintArgs {
     /// Topic name
     #[arg(short = 't', long, value_parser = topic_name)]
     pub topic: String,
-    /// Stop after this many messages
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// Stop after this many messages (they are held in memory until printed)
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub max: u64,
     /// Only messages stored at or after this time (ms since the epoch)
     #[arg(long, value_name = "MS")]
