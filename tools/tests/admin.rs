@@ -22,6 +22,8 @@ fn run(args: &[&str]) -> Output {
         .args(args)
         .env("RUST_LOG", "warn")
         .env_remove("NAMESRV_ADDR")
+        .env_remove("SKIFF_ACCESS_KEY")
+        .env_remove("SKIFF_SECRET_KEY")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
