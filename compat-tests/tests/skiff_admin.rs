@@ -57,6 +57,18 @@ enum Outcome {
 
 impl Session<'_> {
     fn admin(&self, args: &[&str]) -> Outcome {
+        match self.try_admin(args) {
+            Ok(outcome) => outcome,
+            Err(stderr) => panic!(
+                "{:?}: skiff admin {args:?} failed: {stderr}\n{}",
+                self.target.kind(),
+                self.target.logs()
+            ),
+        }
+    }
+
+    /// `skiff admin --json <args>`: its parsed output, or its stderr when it failed.
+    fn try_admin(&self, args: &[&str]) -> Result<Outcome, String> {
         let mut all = vec![
             "admin".to_string(),
             "-n".to_string(),
@@ -68,18 +80,14 @@ impl Session<'_> {
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         if !out.status.success() {
             if stderr.contains("not supported (code 3)") {
-                return Outcome::NotSupported;
+                return Ok(Outcome::NotSupported);
             }
-            panic!(
-                "{:?}: skiff admin {args:?} failed: {stderr}\n{}",
-                self.target.kind(),
-                self.target.logs()
-            );
+            return Err(stderr);
         }
         let stdout = String::from_utf8_lossy(&out.stdout);
-        Outcome::Done(
+        Ok(Outcome::Done(
             serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{args:?}: {e}: {stdout}")),
-        )
+        ))
     }
 
     /// A step every target must answer.
@@ -122,18 +130,23 @@ impl Session<'_> {
         done: impl Fn(&Value) -> bool,
         keep: impl Fn(&Value) -> Value,
     ) -> Value {
+        let mut last = String::new();
         for _ in 0..20 {
-            if let Outcome::Done(value) = self.admin(args) {
-                if done(&value) {
+            match self.try_admin(args) {
+                Ok(Outcome::Done(value)) if done(&value) => {
                     self.steps.insert(step, keep(&value));
                     return value;
                 }
+                Ok(Outcome::Done(value)) => last = value.to_string(),
+                Ok(Outcome::NotSupported) => last = "not supported".to_string(),
+                Err(stderr) => last = stderr,
             }
             std::thread::sleep(Duration::from_millis(500));
         }
         panic!(
-            "{:?}: {step} never gave the expected answer",
-            self.target.kind()
+            "{:?}: {step} never gave the expected answer; last: {last}\n{}",
+            self.target.kind(),
+            self.target.logs()
         );
     }
 }

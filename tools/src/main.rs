@@ -1,6 +1,7 @@
-//! The `skiff` binary: runs Skiff's name server and broker, together (`standalone`) or apart.
-//! It parses the command line and wires the servers of `skiff-server` together; it owns no
-//! protocol or storage logic.
+//! The `skiff` binary: runs Skiff's name server and broker, together (`standalone`) or apart, and
+//! the client-side tools (`bench`, `health`, `admin`). It parses the command line, wires the
+//! servers of `skiff-server` together and drives its remoting client; it owns no protocol or
+//! storage logic (the tools send requests through the codec of `skiff-protocol`).
 
 mod admin;
 mod bench;

@@ -22,6 +22,8 @@ fn run(args: &[&str]) -> Output {
         .args(args)
         .env("RUST_LOG", "warn")
         .env_remove("NAMESRV_ADDR")
+        .env_remove("SKIFF_ACCESS_KEY")
+        .env_remove("SKIFF_SECRET_KEY")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -378,4 +380,53 @@ fn help_teaches_every_verb_and_completions_work() {
     );
     let out = run(&["completions", "klingon"]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn access_keys_sign_requests_for_a_broker_with_acl_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let acl = dir.path().join("plain_acl.yml");
+    std::fs::write(
+        &acl,
+        "accounts:\n  - accessKey: ops-admin1\n    secretKey: change-me-please\n    admin: true\n",
+    )
+    .unwrap();
+    let acl_setting = format!("rocketmq.acl.plain.file={}", acl.display());
+    let skiff = Standalone::start(&[
+        "--broker-listen",
+        "127.0.0.1:0",
+        "--set",
+        "aclEnable=true",
+        "--set",
+        &acl_setting,
+    ]);
+    let banner = skiff
+        .banner(Duration::from_secs(60))
+        .expect("standalone printed its addresses");
+    let namesrv = address(&banner, "name server").to_string();
+    let create = |keys: &[&str]| {
+        let mut args = vec!["admin", "-n", &namesrv, "topic", "create", "-t", "AclT"];
+        args.extend_from_slice(keys);
+        run(&args)
+    };
+
+    let unsigned = create(&[]);
+    assert_eq!(unsigned.status.code(), Some(1));
+    assert!(
+        text(&unsigned.stderr).contains("AclException"),
+        "{}",
+        text(&unsigned.stderr)
+    );
+    let wrong = create(&["--access-key", "ops-admin1", "--secret-key", "guess"]);
+    assert_eq!(wrong.status.code(), Some(1));
+    let signed = create(&[
+        "--access-key",
+        "ops-admin1",
+        "--secret-key",
+        "change-me-please",
+    ]);
+    assert!(signed.status.success(), "{}", text(&signed.stderr));
+    // Half a key pair is a command-line error.
+    let half = create(&["--access-key", "ops-admin1"]);
+    assert_eq!(half.status.code(), Some(2));
 }

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use skiff_model::command::{ErrorKind, Reply, Request};
+use skiff_model::command::{Reply, Request};
 use skiff_model::route::{ClusterInfo, TopicRouteData, MASTER_ID};
 use skiff_protocol::remoting::codes::response;
-use skiff_protocol::remoting::RemotingCommand;
+use skiff_protocol::remoting::{self, RemotingCommand};
 use skiff_server::acl::Credentials;
 use skiff_server::remoting_client::RemotingClient;
 use tokio::sync::Mutex;
@@ -68,14 +68,24 @@ impl Admin {
         Ok(client)
     }
 
-    /// Sends `request` to `addr`; a refusal becomes a [`Refused`] error.
+    /// Sends `request` to `addr`; a refusal becomes a [`Refused`] error with the response code
+    /// as sent (the command model folds codes it does not know into a system error).
     pub async fn call(&self, addr: &str, request: &Request) -> Result<Reply> {
         let client = self.connect(addr).await?;
-        match client.invoke(request, self.timeout).await? {
-            Reply::Error(error) => Err(Refused {
+        let frame = remoting::encode_request(request, 0, false);
+        let response = client.invoke_frame(frame, self.timeout).await?;
+        let reply = remoting::decode_reply(request, &response)
+            .map_err(|e| anyhow!("unexpected answer from {addr}: {e}"))?;
+        match reply {
+            Reply::Error(_) => Err(Refused {
                 addr: addr.to_string(),
-                code: skiff_protocol::remoting::codes::error_code(error.kind),
-                remark: error.message.trim().to_string(),
+                code: response.code,
+                remark: response
+                    .remark
+                    .as_deref()
+                    .unwrap_or_default()
+                    .trim()
+                    .to_string(),
             }
             .into()),
             reply => Ok(reply),
@@ -215,10 +225,7 @@ pub fn refused_with(err: &anyhow::Error, code: i32) -> bool {
 
 /// Whether the server said it does not know the request code.
 pub fn not_supported(err: &anyhow::Error) -> bool {
-    refused_with(
-        err,
-        skiff_protocol::remoting::codes::error_code(ErrorKind::RequestNotSupported),
-    )
+    refused_with(err, response::REQUEST_CODE_NOT_SUPPORTED)
 }
 
 pub fn join_or_none<'a>(items: impl Iterator<Item = &'a String>) -> String {

@@ -50,8 +50,8 @@ Examples:
     skiff admin group reset-offset -g billing -t orders --timestamp earliest
   Skip the backlog:
     skiff admin group reset-offset -g billing -t orders --timestamp now
-  From a time, in ms since the epoch:
-    skiff admin group reset-offset -g billing -t orders --timestamp 1796256000000
+  From a time (UTC, or ms since the epoch):
+    skiff admin group reset-offset -g billing -t orders --timestamp 2026-12-02T04:00:00Z
 
 The broker moves the offsets and tells the group's live consumers (INVOKE_BROKER_TO_RESET_OFFSET). \
 When no consumer of the group is online, or the broker does not know that request, the offsets \
@@ -108,24 +108,19 @@ pub struct ResetArgs {
     /// Topic name
     #[arg(short = 't', long, value_parser = topic_name)]
     pub topic: String,
-    /// Where to: `earliest`, `now`, or ms since the epoch
+    /// Where to: `earliest`, `now`, ms since the epoch, or a UTC time (2026-12-02T04:00:00Z)
     #[arg(short = 's', long, value_parser = parse_timestamp)]
     pub timestamp: i64,
 }
 
-/// `earliest` (0), `now`, or ms since the epoch.
+/// `earliest` (0), `now`, ms since the epoch or a UTC time.
 fn parse_timestamp(text: &str) -> Result<i64, String> {
     match text {
         "earliest" => Ok(0),
         "now" => Ok(std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as i64)),
-        _ => match text.parse::<i64>() {
-            Ok(ms) if ms >= 0 => Ok(ms),
-            _ => Err(format!(
-                "{text:?} is not a time: use earliest, now, or ms since the epoch"
-            )),
-        },
+        _ => super::output::parse_time(text),
     }
 }
 
@@ -500,5 +495,6 @@ mod tests {
         assert!(parse_timestamp("now").unwrap() > 1_700_000_000_000);
         assert!(parse_timestamp("-5").is_err());
         assert!(parse_timestamp("yesterday").is_err());
+        assert_eq!(parse_timestamp("2026-12-03"), Ok(1_796_256_000_000));
     }
 }

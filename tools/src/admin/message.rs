@@ -35,8 +35,8 @@ Examples:
     #[command(after_long_help = "\
 Examples:
   skiff admin message print -t orders --max 100
-  Everything from the last hour, for a script:
-    skiff admin message print -t orders --begin $(( $(date +%s) * 1000 - 3600000 )) --json > orders.json")]
+  One hour of messages (UTC), exported for a script:
+    skiff admin message print -t orders --begin 2026-12-02T04:00:00Z --end 2026-12-02T05:00:00Z --json > orders.json")]
     Print(PrintArgs),
 }
 
@@ -69,14 +69,14 @@ pub struct PrintArgs {
     /// Topic name
     #[arg(short = 't', long, value_parser = topic_name)]
     pub topic: String,
-    /// Stop after this many messages
-    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    /// Stop after this many messages (they are held in memory until printed)
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
     pub max: u64,
-    /// Only messages stored at or after this time (ms since the epoch)
-    #[arg(long, value_name = "MS")]
+    /// Only messages stored at or after this time (ms since the epoch, or UTC: 2026-12-02T04:00:00Z)
+    #[arg(long, value_name = "TIME", value_parser = super::output::parse_time)]
     pub begin: Option<i64>,
-    /// Only messages stored before this time (ms since the epoch)
-    #[arg(long, value_name = "MS")]
+    /// Only messages stored before this time (ms since the epoch, or UTC)
+    #[arg(long, value_name = "TIME", value_parser = super::output::parse_time)]
     pub end: Option<i64>,
 }
 

@@ -62,11 +62,25 @@ pub struct AdminArgs {
     pub timeout: Duration,
 
     /// ACL access key to sign requests with (needs --secret-key)
-    #[arg(long, value_name = "KEY", global = true, requires = "secret_key")]
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "SKIFF_ACCESS_KEY",
+        global = true,
+        requires = "secret_key"
+    )]
     pub access_key: Option<String>,
 
-    /// ACL secret key to sign requests with (needs --access-key)
-    #[arg(long, value_name = "KEY", global = true, requires = "access_key")]
+    /// ACL secret key to sign requests with (needs --access-key); the environment keeps it out
+    /// of `ps`
+    #[arg(
+        long,
+        value_name = "KEY",
+        env = "SKIFF_SECRET_KEY",
+        hide_env_values = true,
+        global = true,
+        requires = "access_key"
+    )]
     pub secret_key: Option<String>,
 
     #[command(subcommand)]

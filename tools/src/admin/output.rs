@@ -64,6 +64,69 @@ pub fn time(ms: i64) -> String {
     )
 }
 
+/// A time given on the command line: ms since the epoch, or a UTC date and time as [`time`]
+/// prints it (`2026-12-02 04:00:00`, `2026-12-02T04:00:00.250Z`; seconds and ms optional).
+pub fn parse_time(text: &str) -> Result<i64, String> {
+    if let Ok(ms) = text.parse::<i64>() {
+        return if ms >= 0 {
+            Ok(ms)
+        } else {
+            Err(format!("{text:?} is before 1970"))
+        };
+    }
+    let bad = || {
+        format!(
+            "{text:?} is not a time: give ms since the epoch or a UTC time such as \
+             2026-12-02T04:00:00Z"
+        )
+    };
+    let trimmed = text.trim_end_matches('Z');
+    let (date, clock) = trimmed.split_once(['T', ' ']).unwrap_or((trimmed, "00:00"));
+    let date: Vec<i64> = date
+        .split('-')
+        .map(|p| p.parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    let (clock, millis) = clock.split_once('.').unwrap_or((clock, "0"));
+    let clock: Vec<i64> = clock
+        .split(':')
+        .map(|p| p.parse().map_err(|_| bad()))
+        .collect::<Result<_, _>>()?;
+    let millis: i64 = format!("{millis:0<3}")
+        .get(..3)
+        .and_then(|m| m.parse().ok())
+        .ok_or_else(bad)?;
+    let ([y, m, d], [hh, mm, rest @ ..]) = (date.as_slice(), clock.as_slice()) else {
+        return Err(bad());
+    };
+    let ss = rest.first().copied().unwrap_or(0);
+    if rest.len() > 1
+        || !(1970..=9999).contains(y)
+        || !(1..=12).contains(m)
+        || !(1..=31).contains(d)
+        || !(0..24).contains(hh)
+        || !(0..60).contains(mm)
+        || !(0..60).contains(&ss)
+    {
+        return Err(bad());
+    }
+    let days = days_from_civil(*y, *m, *d);
+    if civil_from_days(days) != (*y, *m, *d) {
+        return Err(bad());
+    }
+    Ok((((days * 24 + hh) * 60 + mm) * 60 + ss) * 1000 + millis)
+}
+
+/// A proleptic Gregorian date to days since 1970-01-01 (Howard Hinnant's algorithm).
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = if m > 2 { m - 3 } else { m + 9 };
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
 /// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
 fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
@@ -88,6 +151,30 @@ mod tests {
         assert_eq!(time(1), "1970-01-01 00:00:00.001");
         assert_eq!(time(951_782_400_000), "2000-02-29 00:00:00.000");
         assert_eq!(time(1_796_259_723_456), "2026-12-03 01:02:03.456");
+    }
+
+    #[test]
+    fn times_are_read_back_as_printed() {
+        for ms in [1, 951_782_400_000, 1_796_259_723_456] {
+            assert_eq!(parse_time(&time(ms)), Ok(ms));
+        }
+        assert_eq!(
+            parse_time("2026-12-03T01:02:03.456Z"),
+            Ok(1_796_259_723_456)
+        );
+        assert_eq!(parse_time("2026-12-03T01:02Z"), Ok(1_796_259_720_000));
+        assert_eq!(parse_time("2026-12-03"), Ok(1_796_256_000_000));
+        assert_eq!(parse_time("1796259723456"), Ok(1_796_259_723_456));
+        for bad in [
+            "-1",
+            "2026-02-30",
+            "2026-13-01",
+            "2026-12-03T25:00",
+            "yesterday",
+            "1:2:3:4",
+        ] {
+            assert!(parse_time(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
