@@ -108,7 +108,8 @@ async fn broker_start_with_many_topics() {
     std::fs::write(config_dir.join("topics.json"), file.to_string()).unwrap();
     let namesrv = namesrv().await;
     let mut config = broker_config(dir.path(), &namesrv);
-    if std::env::var_os("SKIFF_SCALE_NO_NAMESRV").is_some() {
+    let registers = std::env::var_os("SKIFF_SCALE_NO_NAMESRV").is_none();
+    if !registers {
         config.namesrv_addr = None;
     }
     let started = Instant::now();
@@ -118,6 +119,25 @@ async fn broker_start_with_many_topics() {
         "topics={total} broker start (store open, topics.json, first registration) = {:.3} s",
         took.as_secs_f64()
     );
+    if registers {
+        // Start returns once every topic is routable (100,000 need a split registration).
+        let client =
+            RemotingClient::connect(&namesrv.local_addr().to_string(), Duration::from_secs(5))
+                .await
+                .unwrap();
+        let Reply::TopicList(listed) = client
+            .invoke(&Request::GetAllTopicList, Duration::from_secs(30))
+            .await
+            .unwrap()
+        else {
+            panic!("no topic list");
+        };
+        let listed: std::collections::BTreeSet<String> = listed.into_iter().collect();
+        let missing = (0..total)
+            .filter(|i| !listed.contains(&format!("Start{i:06}")))
+            .count();
+        assert_eq!(missing, 0, "topics without a route when start returned");
+    }
     broker.shutdown().await;
     namesrv.shutdown().await;
 }
