@@ -10,7 +10,7 @@
 //! The registry knows nothing of HTTP; `metrics_http` serves [`BrokerMetrics::render`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Weak;
 use std::time::Duration;
 
@@ -121,6 +121,8 @@ pub(super) struct BrokerMetrics {
     messages_out: Family<Labels, Counter>,
     throughput_out: Family<Labels, Counter>,
     rpc_latency: HistogramFamily,
+    send_to_dlq: Family<Labels, Counter>,
+    dlq_series: AtomicUsize,
     /// topic -> the handles of each message type sent to it.
     inbound: RwLock<HashMap<String, Vec<(MessageType, InHandles)>>>,
     /// group -> topic -> handles.
@@ -176,6 +178,7 @@ impl BrokerMetrics {
         let messages_out = Family::<Labels, Counter>::default();
         let throughput_out = Family::<Labels, Counter>::default();
         let rpc_latency = HistogramFamily::new_with_constructor(rpc_latency_histogram as fn() -> _);
+        let send_to_dlq = Family::<Labels, Counter>::default();
         let dropped_series = Counter::default();
         // Counters are registered without `_total`: the encoder appends it.
         registry.register(
@@ -210,6 +213,11 @@ impl BrokerMetrics {
             rpc_latency.clone(),
         );
         registry.register(
+            "rocketmq_send_to_dlq_messages",
+            "Consumer send to DLQ messages",
+            send_to_dlq.clone(),
+        );
+        registry.register(
             "skiff_metrics_series_dropped",
             "Updates not recorded because their metric already had 2000 label sets",
             dropped_series.clone(),
@@ -227,6 +235,8 @@ impl BrokerMetrics {
             messages_out,
             throughput_out,
             rpc_latency,
+            send_to_dlq,
+            dlq_series: AtomicUsize::new(0),
             inbound: RwLock::default(),
             outbound: RwLock::default(),
             rpc: RwLock::default(),
@@ -335,6 +345,29 @@ impl BrokerMetrics {
         };
         handles.messages.inc_by(count);
         handles.bytes.inc_by(bytes);
+    }
+
+    /// A consumer's send-back that goes to the group's DLQ (`AbstractSendMessageProcessor`):
+    /// counted when decided, as Java does. `topic` is the request's origin topic, left out
+    /// when the client sent none (as OpenTelemetry drops a null attribute).
+    pub(super) fn sent_to_dlq(&self, group: &str, topic: Option<&str>) {
+        let mut labels: Labels = vec![("consumer_group", group.to_string())];
+        if let Some(topic) = topic {
+            labels.push(("topic", topic.to_string()));
+        }
+        let system = topic.is_some_and(is_system_topic) || is_system_group(group);
+        labels.push(("is_system", system.to_string()));
+        if let Some(counter) = self.send_to_dlq.get(&labels) {
+            counter.inc();
+            return;
+        }
+        // Racing first sends of one label set may count it twice: the bound stays close.
+        if self.dlq_series.fetch_add(1, Ordering::Relaxed) >= MAX_SERIES {
+            self.dlq_series.fetch_sub(1, Ordering::Relaxed);
+            self.dropped_series.inc();
+            return;
+        }
+        self.send_to_dlq.get_or_create(&labels).inc();
     }
 
     /// A request answered (`NettyRemotingAbstract.writeResponse`).
@@ -803,6 +836,17 @@ mod tests {
         assert!(
             text.contains(r#"request_code="99999",response_code="pull_not_found",result="oneway""#)
         );
+    }
+
+    #[test]
+    fn dead_letters_are_counted_per_group_and_origin_topic() {
+        let m = metrics();
+        m.sent_to_dlq("g1", Some("orders"));
+        m.sent_to_dlq("g1", Some("orders"));
+        m.sent_to_dlq("CID_RMQ_SYS_X", None);
+        let text = m.render();
+        assert!(text.contains(r#"rocketmq_send_to_dlq_messages_total{cluster="DefaultCluster",node_type="broker",node_id="broker-a",consumer_group="g1",topic="orders",is_system="false"} 2"#), "{text}");
+        assert!(text.contains(r#"consumer_group="CID_RMQ_SYS_X",is_system="true"} 1"#));
     }
 
     #[test]
