@@ -574,6 +574,23 @@ fn gauge<V: prometheus_client::encoding::EncodeGaugeValue + Copy + std::fmt::Deb
     Ok(())
 }
 
+/// A store latency histogram, in milliseconds.
+fn latency_histogram(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    latencies: &skiff_store::LatencySnapshot,
+) -> Result<(), std::fmt::Error> {
+    let unit = Unit::Other("milliseconds".into());
+    let mut metric = encoder.encode_descriptor(name, help, Some(&unit), MetricType::Histogram)?;
+    metric.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+        latencies.sum_ms,
+        latencies.count,
+        &latencies.buckets,
+        None,
+    )
+}
+
 /// One consumer group's lag on one topic (`ConsumerLagCalculator.calculateLag`).
 struct Lag {
     group: String,
@@ -750,6 +767,19 @@ impl Collector for Gauges {
             "Broker flush behind bytes",
             None,
             &[(storage_labels(), state.store.flush_behind_bytes())],
+        )?;
+        let (flushes, group_commits) = state.store.flush_latencies();
+        latency_histogram(
+            &mut encoder,
+            "skiff_commitlog_flush_latency",
+            "CommitLog flushes that wrote something (msync of the dirty range), by duration",
+            &flushes,
+        )?;
+        latency_histogram(
+            &mut encoder,
+            "skiff_group_commit_wait_latency",
+            "How long SYNC_FLUSH sends waited for their group commit",
+            &group_commits,
         )?;
         gauge(
             &mut encoder,
