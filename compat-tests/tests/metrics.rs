@@ -113,6 +113,10 @@ fn java_metric_names_and_labels() {
             with(&[r#"storage_type="local""#, r#"storage_medium="disk""#]),
         ),
         (
+            "rocketmq_storage_message_reserve_time_milliseconds",
+            with(&[r#"storage_type="local""#, r#"storage_medium="disk""#]),
+        ),
+        (
             "rocketmq_storage_flush_behind_bytes",
             with(&[r#"storage_type="local""#, r#"storage_medium="disk""#]),
         ),

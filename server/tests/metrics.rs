@@ -283,6 +283,13 @@ async fn scrape_shows_java_names_labels_and_counts() {
     );
     assert!(sample(&text, "rocketmq_storage_flush_behind_bytes", &with(&[])).is_some());
     assert!(sample(&text, "skiff_store_recovery_seconds", &with(&[])).is_some());
+    let reserve = sample(
+        &text,
+        "rocketmq_storage_message_reserve_time_milliseconds",
+        &with(&[r#"storage_type="local""#]),
+    )
+    .expect("the oldest message's age");
+    assert!((0.0..60_000.0).contains(&reserve), "{reserve}");
     assert_eq!(sample(&text, "skiff_pulls_held", &with(&[])), Some(0.0));
     assert!(text.contains("# TYPE skiff_commitlog_flush_latency_milliseconds histogram\n"));
     assert_eq!(

@@ -24,6 +24,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
 use skiff_model::message::{keys, Properties};
+use skiff_model::record::Record;
 use skiff_protocol::remoting::codes::{request, response};
 
 use super::BrokerState;
@@ -768,6 +769,21 @@ impl Collector for Gauges {
             None,
             &[(storage_labels(), state.store.flush_behind_bytes())],
         )?;
+        // Java's `getEarliestMessageTime`: the oldest record still in the CommitLog.
+        let oldest = state
+            .store
+            .read_message(state.store.commit_log_min_offset())
+            .and_then(|bytes| Some(Record::decode(&bytes, false).ok()?.store_timestamp))
+            .filter(|&at| at > 0);
+        if let Some(at) = oldest {
+            gauge(
+                &mut encoder,
+                "rocketmq_storage_message_reserve_time",
+                "Broker message reserve time",
+                Some(&Unit::Other("milliseconds".into())),
+                &[(storage_labels(), (now - at).max(0))],
+            )?;
+        }
         let (flushes, group_commits) = state.store.flush_latencies();
         latency_histogram(
             &mut encoder,
