@@ -235,6 +235,7 @@ async fn scrape_shows_java_names_labels_and_counts() {
             "rocketmq_consumer_connections",
             &with(&[
                 r#"consumer_group="metrics-group""#,
+                r#"consume_mode="push""#,
                 r#"protocol_type="remoting""#
             ])
         ),

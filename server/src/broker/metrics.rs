@@ -23,6 +23,7 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
+use skiff_model::consumer::ConsumeType;
 use skiff_model::message::{keys, Properties};
 use skiff_model::record::Record;
 use skiff_protocol::remoting::codes::{request, response};
@@ -603,8 +604,9 @@ struct Lag {
 
 fn lags(state: &BrokerState) -> Vec<Lag> {
     let mut lags = Vec::new();
-    for (group, _, topics) in state.consumers.online_groups() {
-        for topic in topics {
+    for online in state.consumers.online_groups() {
+        let group = online.name;
+        for topic in online.topics {
             if topic.starts_with("%RETRY%") || state.topics.get(&topic).is_none() {
                 continue;
             }
@@ -698,14 +700,21 @@ impl Collector for Gauges {
             .consumers
             .online_groups()
             .into_iter()
-            .map(|(group, members, _)| {
-                let system = is_system_group(&group).to_string();
+            .map(|online| {
+                let system = is_system_group(&online.name).to_string();
+                // Java's `ConsumeType.getTypeCN()`, lower-cased.
+                let mode = match online.consume_type {
+                    ConsumeType::ConsumeActively => "pull",
+                    ConsumeType::ConsumePassively => "push",
+                    ConsumeType::ConsumePop => "pop",
+                };
                 let labels = vec![
-                    ("consumer_group", group),
+                    ("consumer_group", online.name),
+                    ("consume_mode", mode.to_string()),
                     ("protocol_type", "remoting".to_string()),
                     ("is_system", system),
                 ];
-                (labels, members as i64)
+                (labels, online.members as i64)
             })
             .collect();
         gauge(
