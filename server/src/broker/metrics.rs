@@ -10,8 +10,8 @@
 //! The registry knows nothing of HTTP; `metrics_http` serves [`BrokerMetrics::render`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Weak;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::RwLock;
@@ -131,6 +131,8 @@ pub(super) struct BrokerMetrics {
     outbound: RwLock<HashMap<String, HashMap<String, OutHandles>>>,
     rpc: RwLock<HashMap<RpcKey, Histogram>>,
     dropped_series: Counter,
+    /// Open remoting connections (shared with [`Gauges`]).
+    connections: Arc<AtomicI64>,
 }
 
 fn message_size_histogram() -> Histogram {
@@ -224,8 +226,10 @@ impl BrokerMetrics {
             "Updates not recorded because their metric already had 2000 label sets",
             dropped_series.clone(),
         );
+        let connections = Arc::new(AtomicI64::new(0));
         registry.register_collector(Box::new(Gauges {
             state,
+            connections: connections.clone(),
             recovery_seconds: recovery.as_secs_f64(),
             scrapes: AtomicU64::new(0),
         }));
@@ -243,7 +247,13 @@ impl BrokerMetrics {
             outbound: RwLock::default(),
             rpc: RwLock::default(),
             dropped_series,
+            connections,
         }
+    }
+
+    /// A remoting connection opened (+1) or closed (-1).
+    pub(super) fn connections(&self, delta: i64) {
+        self.connections.fetch_add(delta, Ordering::Relaxed);
     }
 
     /// The whole registry in Prometheus text format 0.0.4 (what Java's exporter serves).
@@ -549,6 +559,7 @@ const RESPONSE_CODES: &[(i32, &str)] = &[
 /// The gauges, computed at each scrape from the broker's tables and store.
 struct Gauges {
     state: Weak<BrokerState>,
+    connections: Arc<AtomicI64>,
     recovery_seconds: f64,
     scrapes: AtomicU64,
 }
@@ -662,6 +673,13 @@ impl Collector for Gauges {
             "How long opening (and recovering) the message store took at start",
             None,
             &[(vec![], self.recovery_seconds)],
+        )?;
+        gauge(
+            &mut encoder,
+            "skiff_connections",
+            "Open remoting connections (clients, admin tools)",
+            None,
+            &[(vec![], self.connections.load(Ordering::Relaxed))],
         )?;
         let Some(state) = self.state.upgrade() else {
             return Ok(());
