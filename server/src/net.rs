@@ -95,6 +95,9 @@ pub struct RequestContext {
 pub trait Service: Send + Sync + 'static {
     fn handle(self: Arc<Self>, ctx: &RequestContext, request: Request) -> Handled;
 
+    /// A connection is open (each is later closed by [`Service::on_disconnect`]).
+    fn on_connect(&self, _channel: &ClientChannel) {}
+
     /// The connection closed (or failed); forget what was tied to it.
     fn on_disconnect(&self, _channel: &ClientChannel) {}
 
@@ -317,6 +320,7 @@ async fn serve_connection<S, R, W>(
         closed: closed.clone(),
     }));
     debug!(?channel, "connection opened");
+    service.on_connect(&channel);
     let activity = Arc::new(Activity {
         opened,
         last_ms: AtomicU64::new(0),

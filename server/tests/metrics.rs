@@ -14,7 +14,7 @@ use skiff_model::command::{
 use skiff_model::consumer::{ConsumerData, HeartbeatData, ProducerData, SubscriptionData};
 use skiff_model::message::{Message, Properties};
 use skiff_model::route::TopicConfig;
-use skiff_server::config::MetricsExporterType;
+use skiff_server::config::{FlushDiskType, MetricsExporterType};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -25,6 +25,8 @@ async fn start() -> Cluster {
         config.metrics_exporter_type = MetricsExporterType::Prom;
         config.metrics_prom_exporter_host = Some("127.0.0.1".parse().unwrap());
         config.metrics_prom_exporter_port = 0;
+        // So that sends wait for group commits, which the skiff_ histograms time.
+        config.flush_disk_type = FlushDiskType::SyncFlush;
     })
     .await
 }
@@ -233,6 +235,7 @@ async fn scrape_shows_java_names_labels_and_counts() {
             "rocketmq_consumer_connections",
             &with(&[
                 r#"consumer_group="metrics-group""#,
+                r#"consume_mode="push""#,
                 r#"protocol_type="remoting""#
             ])
         ),
@@ -281,7 +284,33 @@ async fn scrape_shows_java_names_labels_and_counts() {
     );
     assert!(sample(&text, "rocketmq_storage_flush_behind_bytes", &with(&[])).is_some());
     assert!(sample(&text, "skiff_store_recovery_seconds", &with(&[])).is_some());
+    let reserve = sample(
+        &text,
+        "rocketmq_storage_message_reserve_time_milliseconds",
+        &with(&[r#"storage_type="local""#]),
+    )
+    .expect("the oldest message's age");
+    assert!((0.0..60_000.0).contains(&reserve), "{reserve}");
     assert_eq!(sample(&text, "skiff_pulls_held", &with(&[])), Some(0.0));
+    assert_eq!(sample(&text, "skiff_connections", &with(&[])), Some(1.0));
+    assert!(text.contains("# TYPE skiff_commitlog_flush_latency_milliseconds histogram\n"));
+    // At most one wait per SYNC_FLUSH send (a put already covered by a flush does not wait).
+    let waits = sample(
+        &text,
+        "skiff_group_commit_wait_latency_milliseconds_count",
+        &with(&[]),
+    )
+    .unwrap();
+    assert!((1.0..=3.0).contains(&waits), "{waits}");
+    assert!(
+        sample(
+            &text,
+            "skiff_commitlog_flush_latency_milliseconds_count",
+            &with(&[])
+        )
+        .unwrap()
+            >= 1.0
+    );
     cluster.stop().await;
 }
 

@@ -66,6 +66,8 @@ impl Waker {
 struct FlushRequest {
     end: i64,
     done: oneshot::Sender<bool>,
+    /// When the put asked: its wait goes into `group_commit_wait`.
+    asked: std::time::Instant,
 }
 
 /// Pending sync-flush requests.
@@ -90,7 +92,11 @@ impl GroupCommit {
         if pending.closed {
             let _ = done.send(false);
         } else {
-            pending.requests.push(FlushRequest { end, done });
+            pending.requests.push(FlushRequest {
+                end,
+                done,
+                asked: std::time::Instant::now(),
+            });
             drop(pending);
             self.waker.wake();
         }
@@ -115,9 +121,14 @@ fn flush_commit_log(shared: &Shared, least_pages: usize) -> std::io::Result<i64>
         .map_or(0, |f| f.store_timestamp());
     let end = commit_log.max_offset();
     let before = commit_log.flushed_where();
+    let began = std::time::Instant::now();
     let flushed = commit_log.files.flush(least_pages)?;
     if flushed > before {
         Stats::add(&shared.stats.commit_log_flush_times, 1);
+        shared
+            .stats
+            .commit_log_flush_latency
+            .record(began.elapsed());
     }
     if flushed >= end && timestamp > 0 {
         shared.checkpoint.set_physic_msg_timestamp(timestamp);
@@ -167,6 +178,10 @@ fn commit_group(shared: &Shared, requests: Vec<FlushRequest>) {
             flushed = flush_commit_log(shared, 0);
         }
         let ok = matches!(flushed, Ok(at) if at >= request.end);
+        shared
+            .stats
+            .group_commit_wait
+            .record(request.asked.elapsed());
         let _ = request.done.send(ok);
     }
     if let Err(e) = flushed {

@@ -27,7 +27,7 @@ use crate::queues::{self, QueueTable};
 use crate::read::{GetMessagesResult, QueueEntry};
 use crate::recovery::Recovery;
 use crate::retention;
-use crate::stats::Stats;
+use crate::stats::{LatencySnapshot, Stats};
 
 /// Called after messages reach a queue: topic, queue id, the queue's new max offset.
 pub type ArrivalListener = Arc<dyn Fn(&str, i32, i64) + Send + Sync>;
@@ -549,6 +549,16 @@ impl MessageStore {
     pub fn flush_behind_bytes(&self) -> i64 {
         let commit_log = &self.shared.commit_log;
         (commit_log.max_offset() - commit_log.flushed_where()).max(0)
+    }
+
+    /// Durations of the CommitLog flushes that wrote something, and of SYNC_FLUSH puts' waits
+    /// for their group commit.
+    pub fn flush_latencies(&self) -> (LatencySnapshot, LatencySnapshot) {
+        let stats = &self.shared.stats;
+        (
+            stats.commit_log_flush_latency.snapshot(),
+            stats.group_commit_wait.snapshot(),
+        )
     }
 
     /// Numbers for `GET_BROKER_RUNTIME_INFO`, named as Java names them.

@@ -20,7 +20,66 @@ pub(crate) struct Stats {
     pub get_message_entire_time_max: AtomicU64,
     /// CommitLog flushes that wrote something (not a Java name; shows group commit at work).
     pub commit_log_flush_times: AtomicU64,
+    /// How long each of those flushes (msync/fsync of the dirty range) took.
+    pub commit_log_flush_latency: DurationHistogram,
+    /// How long each SYNC_FLUSH put waited for its group commit.
+    pub group_commit_wait: DurationHistogram,
     samples: Mutex<VecDeque<Sample>>,
+}
+
+/// Upper bounds, in milliseconds, of the buckets of [`DurationHistogram`].
+pub const LATENCY_BOUNDS_MS: [f64; 12] = [
+    0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 25.0, 50.0, 100.0, 500.0, 1000.0,
+];
+
+/// A histogram of durations over [`LATENCY_BOUNDS_MS`], updated with atomics by the store's
+/// threads and read by whoever exports it (the store knows no metrics format).
+#[derive(Default)]
+pub struct DurationHistogram {
+    /// Per bucket (not cumulative); the last one is above every bound.
+    buckets: [AtomicU64; LATENCY_BOUNDS_MS.len() + 1],
+    sum_ns: AtomicU64,
+}
+
+/// A duration histogram of the store as read at one moment.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LatencySnapshot {
+    /// (upper bound in ms, observations above the previous bound and at or below this one).
+    pub buckets: Vec<(f64, u64)>,
+    /// Every observation, those above the last bound too.
+    pub count: u64,
+    pub sum_ms: f64,
+}
+
+impl DurationHistogram {
+    pub(crate) fn record(&self, took: std::time::Duration) {
+        let ms = took.as_secs_f64() * 1000.0;
+        let bucket = LATENCY_BOUNDS_MS
+            .iter()
+            .position(|&bound| ms <= bound)
+            .unwrap_or(LATENCY_BOUNDS_MS.len());
+        self.buckets[bucket].fetch_add(1, Ordering::Relaxed);
+        self.sum_ns.fetch_add(
+            took.as_nanos().min(u128::from(u64::MAX)) as u64,
+            Ordering::Relaxed,
+        );
+    }
+
+    pub fn snapshot(&self) -> LatencySnapshot {
+        let mut total = 0;
+        let mut buckets = Vec::with_capacity(LATENCY_BOUNDS_MS.len());
+        for (bound, count) in LATENCY_BOUNDS_MS.iter().zip(&self.buckets) {
+            let count = count.load(Ordering::Relaxed);
+            total += count;
+            buckets.push((*bound, count));
+        }
+        total += self.buckets[LATENCY_BOUNDS_MS.len()].load(Ordering::Relaxed);
+        LatencySnapshot {
+            buckets,
+            count: total,
+            sum_ms: self.sum_ns.load(Ordering::Relaxed) as f64 / 1e6,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -146,5 +205,20 @@ mod tests {
         assert_eq!(get("putTps"), "100.0  ");
         assert_eq!(get("runtime"), "[ 0 days, 0 hours, 0 minutes, 20 seconds ]");
         assert_eq!(get("putMessageTimesTotal"), "2100");
+    }
+
+    #[test]
+    fn duration_histogram_buckets() {
+        let h = DurationHistogram::default();
+        h.record(std::time::Duration::from_micros(50));
+        h.record(std::time::Duration::from_micros(300));
+        h.record(std::time::Duration::from_secs(2));
+        let snap = h.snapshot();
+        assert_eq!(snap.count, 3);
+        assert_eq!(snap.buckets[0], (0.1, 1));
+        assert_eq!(snap.buckets[1], (0.25, 0));
+        assert_eq!(snap.buckets[2], (0.5, 1));
+        assert_eq!(snap.buckets.iter().map(|b| b.1).sum::<u64>(), 2);
+        assert!((snap.sum_ms - 2000.35).abs() < 1e-6, "{}", snap.sum_ms);
     }
 }

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use skiff_model::consumer::{ConsumerData, SubscriptionData};
+use skiff_model::consumer::{ConsumeType, ConsumerData, SubscriptionData};
 
 use crate::net::ClientChannel;
 
@@ -22,6 +22,16 @@ struct Member {
 struct ConsumerGroupInfo {
     members: HashMap<u64, Member>,
     subscriptions: HashMap<String, SubscriptionData>,
+    /// As the latest heartbeat said (Java keeps the group's `consumeType` the same way).
+    consume_type: ConsumeType,
+}
+
+/// A live group as metrics see it.
+pub struct OnlineGroup {
+    pub name: String,
+    pub members: usize,
+    pub topics: Vec<String>,
+    pub consume_type: ConsumeType,
 }
 
 #[derive(Default)]
@@ -38,7 +48,9 @@ impl ConsumerManager {
             .or_insert_with(|| ConsumerGroupInfo {
                 members: HashMap::new(),
                 subscriptions: HashMap::new(),
+                consume_type: data.consume_type,
             });
+        group.consume_type = data.consume_type;
         let joined = match group.members.get_mut(&channel.id()) {
             Some(member) => {
                 member.last_heartbeat = Instant::now();
@@ -73,13 +85,15 @@ impl ConsumerManager {
     }
 
     /// Every live group with its member count and subscribed topics (for metrics).
-    pub fn online_groups(&self) -> Vec<(String, usize, Vec<String>)> {
+    pub fn online_groups(&self) -> Vec<OnlineGroup> {
         self.groups
             .read()
             .iter()
-            .map(|(name, group)| {
-                let topics = group.subscriptions.keys().cloned().collect();
-                (name.clone(), group.members.len(), topics)
+            .map(|(name, group)| OnlineGroup {
+                name: name.clone(),
+                members: group.members.len(),
+                topics: group.subscriptions.keys().cloned().collect(),
+                consume_type: group.consume_type,
             })
             .collect()
     }

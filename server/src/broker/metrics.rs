@@ -10,8 +10,8 @@
 //! The registry knows nothing of HTTP; `metrics_http` serves [`BrokerMetrics::render`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Weak;
+use std::sync::atomic::{AtomicI64, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::RwLock;
@@ -23,7 +23,9 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::{Registry, Unit};
+use skiff_model::consumer::ConsumeType;
 use skiff_model::message::{keys, Properties};
+use skiff_model::record::Record;
 use skiff_protocol::remoting::codes::{request, response};
 
 use super::BrokerState;
@@ -121,12 +123,16 @@ pub(super) struct BrokerMetrics {
     messages_out: Family<Labels, Counter>,
     throughput_out: Family<Labels, Counter>,
     rpc_latency: HistogramFamily,
+    send_to_dlq: Family<Labels, Counter>,
+    dlq_series: AtomicUsize,
     /// topic -> the handles of each message type sent to it.
     inbound: RwLock<HashMap<String, Vec<(MessageType, InHandles)>>>,
     /// group -> topic -> handles.
     outbound: RwLock<HashMap<String, HashMap<String, OutHandles>>>,
     rpc: RwLock<HashMap<RpcKey, Histogram>>,
     dropped_series: Counter,
+    /// Open remoting connections (shared with [`Gauges`]).
+    connections: Arc<AtomicI64>,
 }
 
 fn message_size_histogram() -> Histogram {
@@ -176,6 +182,7 @@ impl BrokerMetrics {
         let messages_out = Family::<Labels, Counter>::default();
         let throughput_out = Family::<Labels, Counter>::default();
         let rpc_latency = HistogramFamily::new_with_constructor(rpc_latency_histogram as fn() -> _);
+        let send_to_dlq = Family::<Labels, Counter>::default();
         let dropped_series = Counter::default();
         // Counters are registered without `_total`: the encoder appends it.
         registry.register(
@@ -210,12 +217,19 @@ impl BrokerMetrics {
             rpc_latency.clone(),
         );
         registry.register(
+            "rocketmq_send_to_dlq_messages",
+            "Consumer send to DLQ messages",
+            send_to_dlq.clone(),
+        );
+        registry.register(
             "skiff_metrics_series_dropped",
             "Updates not recorded because their metric already had 2000 label sets",
             dropped_series.clone(),
         );
+        let connections = Arc::new(AtomicI64::new(0));
         registry.register_collector(Box::new(Gauges {
             state,
+            connections: connections.clone(),
             recovery_seconds: recovery.as_secs_f64(),
             scrapes: AtomicU64::new(0),
         }));
@@ -227,11 +241,19 @@ impl BrokerMetrics {
             messages_out,
             throughput_out,
             rpc_latency,
+            send_to_dlq,
+            dlq_series: AtomicUsize::new(0),
             inbound: RwLock::default(),
             outbound: RwLock::default(),
             rpc: RwLock::default(),
             dropped_series,
+            connections,
         }
+    }
+
+    /// A remoting connection opened (+1) or closed (-1).
+    pub(super) fn connections(&self, delta: i64) {
+        self.connections.fetch_add(delta, Ordering::Relaxed);
     }
 
     /// The whole registry in Prometheus text format 0.0.4 (what Java's exporter serves).
@@ -335,6 +357,29 @@ impl BrokerMetrics {
         };
         handles.messages.inc_by(count);
         handles.bytes.inc_by(bytes);
+    }
+
+    /// A consumer's send-back that goes to the group's DLQ (`AbstractSendMessageProcessor`):
+    /// counted when decided, as Java does. `topic` is the request's origin topic, left out
+    /// when the client sent none (as OpenTelemetry drops a null attribute).
+    pub(super) fn sent_to_dlq(&self, group: &str, topic: Option<&str>) {
+        let mut labels: Labels = vec![("consumer_group", group.to_string())];
+        if let Some(topic) = topic {
+            labels.push(("topic", topic.to_string()));
+        }
+        let system = topic.is_some_and(is_system_topic) || is_system_group(group);
+        labels.push(("is_system", system.to_string()));
+        if let Some(counter) = self.send_to_dlq.get(&labels) {
+            counter.inc();
+            return;
+        }
+        // Racing first sends of one label set may count it twice: the bound stays close.
+        if self.dlq_series.fetch_add(1, Ordering::Relaxed) >= MAX_SERIES {
+            self.dlq_series.fetch_sub(1, Ordering::Relaxed);
+            self.dropped_series.inc();
+            return;
+        }
+        self.send_to_dlq.get_or_create(&labels).inc();
     }
 
     /// A request answered (`NettyRemotingAbstract.writeResponse`).
@@ -514,6 +559,7 @@ const RESPONSE_CODES: &[(i32, &str)] = &[
 /// The gauges, computed at each scrape from the broker's tables and store.
 struct Gauges {
     state: Weak<BrokerState>,
+    connections: Arc<AtomicI64>,
     recovery_seconds: f64,
     scrapes: AtomicU64,
 }
@@ -541,6 +587,23 @@ fn gauge<V: prometheus_client::encoding::EncodeGaugeValue + Copy + std::fmt::Deb
     Ok(())
 }
 
+/// A store latency histogram, in milliseconds.
+fn latency_histogram(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    latencies: &skiff_store::LatencySnapshot,
+) -> Result<(), std::fmt::Error> {
+    let unit = Unit::Other("milliseconds".into());
+    let mut metric = encoder.encode_descriptor(name, help, Some(&unit), MetricType::Histogram)?;
+    metric.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+        latencies.sum_ms,
+        latencies.count,
+        &latencies.buckets,
+        None,
+    )
+}
+
 /// One consumer group's lag on one topic (`ConsumerLagCalculator.calculateLag`).
 struct Lag {
     group: String,
@@ -552,8 +615,9 @@ struct Lag {
 
 fn lags(state: &BrokerState) -> Vec<Lag> {
     let mut lags = Vec::new();
-    for (group, _, topics) in state.consumers.online_groups() {
-        for topic in topics {
+    for online in state.consumers.online_groups() {
+        let group = online.name;
+        for topic in online.topics {
             if topic.starts_with("%RETRY%") || state.topics.get(&topic).is_none() {
                 continue;
             }
@@ -610,6 +674,13 @@ impl Collector for Gauges {
             None,
             &[(vec![], self.recovery_seconds)],
         )?;
+        gauge(
+            &mut encoder,
+            "skiff_connections",
+            "Open remoting connections (clients, admin tools)",
+            None,
+            &[(vec![], self.connections.load(Ordering::Relaxed))],
+        )?;
         let Some(state) = self.state.upgrade() else {
             return Ok(());
         };
@@ -647,14 +718,21 @@ impl Collector for Gauges {
             .consumers
             .online_groups()
             .into_iter()
-            .map(|(group, members, _)| {
-                let system = is_system_group(&group).to_string();
+            .map(|online| {
+                let system = is_system_group(&online.name).to_string();
+                // Java's `ConsumeType.getTypeCN()`, lower-cased.
+                let mode = match online.consume_type {
+                    ConsumeType::ConsumeActively => "pull",
+                    ConsumeType::ConsumePassively => "push",
+                    ConsumeType::ConsumePop => "pop",
+                };
                 let labels = vec![
-                    ("consumer_group", group),
+                    ("consumer_group", online.name),
+                    ("consume_mode", mode.to_string()),
                     ("protocol_type", "remoting".to_string()),
                     ("is_system", system),
                 ];
-                (labels, members as i64)
+                (labels, online.members as i64)
             })
             .collect();
         gauge(
@@ -717,6 +795,34 @@ impl Collector for Gauges {
             "Broker flush behind bytes",
             None,
             &[(storage_labels(), state.store.flush_behind_bytes())],
+        )?;
+        // Java's `getEarliestMessageTime`: the oldest record still in the CommitLog.
+        let oldest = state
+            .store
+            .read_message(state.store.commit_log_min_offset())
+            .and_then(|bytes| Some(Record::decode(&bytes, false).ok()?.store_timestamp))
+            .filter(|&at| at > 0);
+        if let Some(at) = oldest {
+            gauge(
+                &mut encoder,
+                "rocketmq_storage_message_reserve_time",
+                "Broker message reserve time",
+                Some(&Unit::Other("milliseconds".into())),
+                &[(storage_labels(), (now - at).max(0))],
+            )?;
+        }
+        let (flushes, group_commits) = state.store.flush_latencies();
+        latency_histogram(
+            &mut encoder,
+            "skiff_commitlog_flush_latency",
+            "CommitLog flushes that wrote something (msync of the dirty range), by duration",
+            &flushes,
+        )?;
+        latency_histogram(
+            &mut encoder,
+            "skiff_group_commit_wait_latency",
+            "How long SYNC_FLUSH sends waited for their group commit",
+            &group_commits,
         )?;
         gauge(
             &mut encoder,
@@ -803,6 +909,17 @@ mod tests {
         assert!(
             text.contains(r#"request_code="99999",response_code="pull_not_found",result="oneway""#)
         );
+    }
+
+    #[test]
+    fn dead_letters_are_counted_per_group_and_origin_topic() {
+        let m = metrics();
+        m.sent_to_dlq("g1", Some("orders"));
+        m.sent_to_dlq("g1", Some("orders"));
+        m.sent_to_dlq("CID_RMQ_SYS_X", None);
+        let text = m.render();
+        assert!(text.contains(r#"rocketmq_send_to_dlq_messages_total{cluster="DefaultCluster",node_type="broker",node_id="broker-a",consumer_group="g1",topic="orders",is_system="false"} 2"#), "{text}");
+        assert!(text.contains(r#"consumer_group="CID_RMQ_SYS_X",is_system="true"} 1"#));
     }
 
     #[test]

@@ -248,7 +248,16 @@ impl Service for BrokerState {
         }
     }
 
+    fn on_connect(&self, _channel: &ClientChannel) {
+        if let Some(metrics) = &self.metrics {
+            metrics.connections(1);
+        }
+    }
+
     fn on_disconnect(&self, channel: &ClientChannel) {
+        if let Some(metrics) = &self.metrics {
+            metrics.connections(-1);
+        }
         self.producers.on_channel_closed(channel);
         for group in self.consumers.on_channel_closed(channel) {
             client::notify_consumer_ids_changed(self, &group);

@@ -113,6 +113,9 @@ fn store_back(state: &BrokerState, request: &SendBackRequest) -> Result<(), Repl
         request.delay_level,
     ) {
         SendBack::DeadLetter => {
+            if let Some(metrics) = &state.metrics {
+                metrics.sent_to_dlq(group, request.origin_topic.as_deref());
+            }
             let dlq = topic::dlq_topic(group);
             state
                 .topics
