@@ -1,7 +1,7 @@
 //! `mqadmin` itself (`org.apache.rocketmq:rocketmq-tools`, `MQAdminStartup`, from Maven Central)
 //! against the target: name-server KV config (`updateKvConfig`, `deleteKvConfig`,
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
-//! `topicRoute`), `haStatus`, and `queryMsgById` with its consumer tracking
+//! `topicRoute`), `haStatus`, `getBrokerConfig` (the keys both brokers have), and `queryMsgById` with its consumer tracking
 //! (QUERY_TOPIC_CONSUME_BY_WHO). mqadmin exits 0 even when a command fails, so each command's
 //! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
 //!
@@ -134,6 +134,14 @@ fn route_perms(output: &str) -> Vec<i32> {
         .collect()
 }
 
+/// One `key = value` line of `getBrokerConfig` (`%-50s=  %s`).
+fn property(output: &str, key: &str) -> Option<String> {
+    output.lines().find_map(|line| {
+        let (k, v) = line.split_once('=')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
+}
+
 /// The message id in `sendMessage`'s table (`#Broker Name  #QID  #Send Result  #MsgId`).
 fn sent_msg_id(output: &str) -> Option<String> {
     output
@@ -202,6 +210,7 @@ fn run(target: &Target) -> Result<()> {
         words(&["updateOrderConf", "-n", &ns, "-t", &topic, "-m", "delete"]),
         words(&["updateOrderConf", "-n", &ns, "-t", &topic, "-m", "get"]),
         words(&["haStatus", "-n", &ns, "-b", &broker]),
+        words(&["getBrokerConfig", "-n", &ns, "-b", &broker]),
     ];
     let out = mqadmin(target, "first", &first)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -259,6 +268,25 @@ fn run(target: &Target) -> Result<()> {
             "#InSyncSlaveNum\t0",
         ],
     )?;
+
+    let config = &out[9];
+    expect("getBrokerConfig", config, &[])?;
+    let port = broker.rsplit_once(':').map_or("", |(_, p)| p);
+    for (key, value) in [
+        ("brokerClusterName", "DefaultCluster"),
+        ("brokerName", BROKER_NAME),
+        ("brokerId", "0"),
+        ("listenPort", port),
+        ("brokerRole", "ASYNC_MASTER"),
+        ("flushDiskType", "ASYNC_FLUSH"),
+        ("brokerPermission", "6"),
+        ("autoCreateTopicEnable", "true"),
+    ] {
+        let found = property(config, key);
+        if found.as_deref() != Some(value) {
+            bail!("getBrokerConfig: expected {key}={value}, got {found:?} in:\n{config}");
+        }
+    }
 
     // A second JVM: the route changes of updateTopic reach the name server asynchronously, and a
     // registration that lands after the wipe would undo it.

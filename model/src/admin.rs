@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::route::DataVersion;
+
 /// An administration request. Name-server ones are marked; the rest go to a broker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdminCommand {
@@ -26,6 +28,8 @@ pub enum AdminCommand {
     TopicConsumers { topic: String },
     /// Broker: replication status (`HARuntimeInfo`).
     HaStatus,
+    /// Broker: its configuration in force, by Java key.
+    GetBrokerConfig,
 }
 
 /// An answer to an [`AdminCommand`].
@@ -43,6 +47,11 @@ pub enum AdminReply {
     /// Consumer group names, sorted.
     Groups(Vec<String>),
     HaStatus(HaStatus),
+    /// Settings by Java key, in the broker's order, and the configuration's version.
+    BrokerConfig {
+        properties: Vec<(String, String)>,
+        data_version: DataVersion,
+    },
 }
 
 /// `HARuntimeInfo` of a master (Skiff does not replicate yet: a master without slaves).

@@ -25,6 +25,7 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::ADD_WRITE_PERM_OF_BROKER
             | code::QUERY_TOPIC_CONSUME_BY_WHO
             | code::GET_BROKER_HA_STATUS
+            | code::GET_BROKER_CONFIG
     )
 }
 
@@ -59,6 +60,7 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
             topic: f.string("topic")?,
         },
         code::GET_BROKER_HA_STATUS => AdminCommand::HaStatus,
+        code::GET_BROKER_CONFIG => AdminCommand::GetBrokerConfig,
         other => unreachable!("is_admin_code admitted {other}"),
     })
 }
@@ -75,6 +77,7 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::WritePerm { writable: true, .. } => code::ADD_WRITE_PERM_OF_BROKER,
         AdminCommand::TopicConsumers { .. } => code::QUERY_TOPIC_CONSUME_BY_WHO,
         AdminCommand::HaStatus => code::GET_BROKER_HA_STATUS,
+        AdminCommand::GetBrokerConfig => code::GET_BROKER_CONFIG,
     }
 }
 
@@ -104,7 +107,7 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         AdminCommand::TopicConsumers { topic } => {
             out.put("topic", topic);
         }
-        AdminCommand::HaStatus => {}
+        AdminCommand::HaStatus | AdminCommand::GetBrokerConfig => {}
     }
 }
 
@@ -175,7 +178,38 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
             };
             cmd.body = Body::from(to_json(&info).into_bytes());
         }
+        // `Configuration.getAllConfigsFormatString`: `key=value` lines, read back by
+        // `MixAll.string2Properties`; the `version` header is required by the Java client.
+        AdminReply::BrokerConfig {
+            properties,
+            data_version,
+        } => {
+            let mut text = String::new();
+            for (key, value) in properties {
+                text.push_str(&key);
+                text.push('=');
+                text.push_str(&escape_property(&value));
+                text.push('\n');
+            }
+            cmd.set_ext("version", to_json(&data_version));
+            cmd.body = Body::from(text.into_bytes());
+        }
     }
+}
+
+/// What `Properties.load` would otherwise read as an escape or a line break (Java writes values
+/// unescaped, so a Windows path or a newline would come out garbled there).
+fn escape_property(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -271,6 +305,24 @@ mod tests {
              \"masterFlushOffset\":0,\"maxOffset\":0,\"transferredByteInSecond\":0},\
              \"haConnectionInfo\":[],\"inSyncSlaveNums\":0,\"master\":true,\
              \"masterCommitLogMaxOffset\":42}"
+        );
+
+        let req = request(code::GET_BROKER_CONFIG, &[]);
+        let reply = Reply::Admin(AdminReply::BrokerConfig {
+            properties: vec![
+                ("brokerName".into(), "broker-a".into()),
+                ("storePathRootDir".into(), "C:\\store\nx".into()),
+            ],
+            data_version: Default::default(),
+        });
+        let cmd = encode_any_reply(&req, reply);
+        assert_eq!(
+            &cmd.body.to_bytes()[..],
+            b"brokerName=broker-a\nstorePathRootDir=C:\\\\store\\nx\n"
+        );
+        assert_eq!(
+            cmd.ext("version"),
+            Some("{\"counter\":0,\"stateVersion\":0,\"timestamp\":0}")
         );
 
         let req = request(code::QUERY_TOPIC_CONSUME_BY_WHO, &[("topic", "t")]);

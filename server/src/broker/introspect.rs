@@ -4,6 +4,7 @@
 
 use skiff_model::admin::{AdminCommand, AdminReply, HaStatus};
 use skiff_model::command::{ErrorKind, Reply, Request};
+use skiff_model::route::DataVersion;
 
 use super::BrokerState;
 
@@ -16,6 +17,15 @@ pub(super) fn handle(state: &BrokerState, command: AdminCommand) -> Reply {
         AdminCommand::HaStatus => Reply::Admin(AdminReply::HaStatus(master_without_slaves(
             state.store.commit_log_max_offset(),
         ))),
+        AdminCommand::GetBrokerConfig => Reply::Admin(AdminReply::BrokerConfig {
+            properties: state
+                .config
+                .java_properties()
+                .into_iter()
+                .map(|(key, value)| (key.to_string(), value))
+                .collect(),
+            data_version: DataVersion::default(),
+        }),
         other => Reply::error(
             ErrorKind::RequestNotSupported,
             format!(

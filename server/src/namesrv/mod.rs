@@ -130,7 +130,9 @@ impl NameServerService {
                     topic_count,
                 })
             }
-            other @ (AdminCommand::TopicConsumers { .. } | AdminCommand::HaStatus) => Reply::error(
+            other @ (AdminCommand::TopicConsumers { .. }
+            | AdminCommand::HaStatus
+            | AdminCommand::GetBrokerConfig) => Reply::error(
                 ErrorKind::RequestNotSupported,
                 format!(
                     "the name server does not serve {}; send it to a broker",
