@@ -1,7 +1,7 @@
 //! `mqadmin` itself (`org.apache.rocketmq:rocketmq-tools`, `MQAdminStartup`, from Maven Central)
 //! against the target: name-server KV config (`updateKvConfig`, `deleteKvConfig`,
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
-//! `topicRoute`), `haStatus`, `getBrokerConfig` (the keys both brokers have), and `queryMsgById` with its consumer tracking
+//! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have), and `queryMsgById` with its consumer tracking
 //! (QUERY_TOPIC_CONSUME_BY_WHO). mqadmin exits 0 even when a command fails, so each command's
 //! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
 //!
@@ -211,6 +211,7 @@ fn run(target: &Target) -> Result<()> {
         words(&["updateOrderConf", "-n", &ns, "-t", &topic, "-m", "get"]),
         words(&["haStatus", "-n", &ns, "-b", &broker]),
         words(&["getBrokerConfig", "-n", &ns, "-b", &broker]),
+        words(&["getNamesrvConfig", "-n", &ns]),
     ];
     let out = mqadmin(target, "first", &first)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -285,6 +286,23 @@ fn run(target: &Target) -> Result<()> {
         let found = property(config, key);
         if found.as_deref() != Some(value) {
             bail!("getBrokerConfig: expected {key}={value}, got {found:?} in:\n{config}");
+        }
+    }
+
+    let config = &out[10];
+    expect(
+        "getNamesrvConfig",
+        config,
+        &["============NAMESRV============"],
+    )?;
+    let port = ns.rsplit_once(':').map_or("", |(_, p)| p);
+    for (key, value) in [
+        ("listenPort", port),
+        ("scanNotActiveBrokerInterval", "5000"),
+    ] {
+        let found = property(config, key);
+        if found.as_deref() != Some(value) {
+            bail!("getNamesrvConfig: expected {key}={value}, got {found:?} in:\n{config}");
         }
     }
 

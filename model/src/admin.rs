@@ -30,6 +30,8 @@ pub enum AdminCommand {
     HaStatus,
     /// Broker: its configuration in force, by Java key.
     GetBrokerConfig,
+    /// Name server: its configuration in force, by Java key.
+    GetNamesrvConfig,
 }
 
 /// An answer to an [`AdminCommand`].
@@ -47,10 +49,11 @@ pub enum AdminReply {
     /// Consumer group names, sorted.
     Groups(Vec<String>),
     HaStatus(HaStatus),
-    /// Settings by Java key, in the broker's order, and the configuration's version.
-    BrokerConfig {
+    /// Settings by Java key, in the server's order, and the configuration's version (the
+    /// broker's answer carries one, the name server's none).
+    Config {
         properties: Vec<(String, String)>,
-        data_version: DataVersion,
+        data_version: Option<DataVersion>,
     },
 }
 

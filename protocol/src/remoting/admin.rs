@@ -26,6 +26,7 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::QUERY_TOPIC_CONSUME_BY_WHO
             | code::GET_BROKER_HA_STATUS
             | code::GET_BROKER_CONFIG
+            | code::GET_NAMESRV_CONFIG
     )
 }
 
@@ -61,6 +62,7 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
         },
         code::GET_BROKER_HA_STATUS => AdminCommand::HaStatus,
         code::GET_BROKER_CONFIG => AdminCommand::GetBrokerConfig,
+        code::GET_NAMESRV_CONFIG => AdminCommand::GetNamesrvConfig,
         other => unreachable!("is_admin_code admitted {other}"),
     })
 }
@@ -78,6 +80,7 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::TopicConsumers { .. } => code::QUERY_TOPIC_CONSUME_BY_WHO,
         AdminCommand::HaStatus => code::GET_BROKER_HA_STATUS,
         AdminCommand::GetBrokerConfig => code::GET_BROKER_CONFIG,
+        AdminCommand::GetNamesrvConfig => code::GET_NAMESRV_CONFIG,
     }
 }
 
@@ -107,7 +110,8 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         AdminCommand::TopicConsumers { topic } => {
             out.put("topic", topic);
         }
-        AdminCommand::HaStatus | AdminCommand::GetBrokerConfig => {}
+        AdminCommand::HaStatus | AdminCommand::GetBrokerConfig | AdminCommand::GetNamesrvConfig => {
+        }
     }
 }
 
@@ -180,7 +184,7 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
         }
         // `Configuration.getAllConfigsFormatString`: `key=value` lines, read back by
         // `MixAll.string2Properties`; the `version` header is required by the Java client.
-        AdminReply::BrokerConfig {
+        AdminReply::Config {
             properties,
             data_version,
         } => {
@@ -191,7 +195,9 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
                 text.push_str(&escape_property(&value));
                 text.push('\n');
             }
-            cmd.set_ext("version", to_json(&data_version));
+            if let Some(version) = data_version {
+                cmd.set_ext("version", to_json(&version));
+            }
             cmd.body = Body::from(text.into_bytes());
         }
     }
@@ -308,12 +314,12 @@ mod tests {
         );
 
         let req = request(code::GET_BROKER_CONFIG, &[]);
-        let reply = Reply::Admin(AdminReply::BrokerConfig {
+        let reply = Reply::Admin(AdminReply::Config {
             properties: vec![
                 ("brokerName".into(), "broker-a".into()),
                 ("storePathRootDir".into(), "C:\\store\nx".into()),
             ],
-            data_version: Default::default(),
+            data_version: Some(Default::default()),
         });
         let cmd = encode_any_reply(&req, reply);
         assert_eq!(

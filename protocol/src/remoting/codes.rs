@@ -58,6 +58,7 @@ pub mod request {
     pub const ADD_WRITE_PERM_OF_BROKER: i32 = 327;
     pub const GET_BROKER_HA_STATUS: i32 = 907;
     pub const GET_BROKER_CONFIG: i32 = 26;
+    pub const GET_NAMESRV_CONFIG: i32 = 319;
 }
 
 /// Response codes.

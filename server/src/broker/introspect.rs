@@ -17,14 +17,14 @@ pub(super) fn handle(state: &BrokerState, command: AdminCommand) -> Reply {
         AdminCommand::HaStatus => Reply::Admin(AdminReply::HaStatus(master_without_slaves(
             state.store.commit_log_max_offset(),
         ))),
-        AdminCommand::GetBrokerConfig => Reply::Admin(AdminReply::BrokerConfig {
+        AdminCommand::GetBrokerConfig => Reply::Admin(AdminReply::Config {
             properties: state
                 .config
                 .java_properties()
                 .into_iter()
                 .map(|(key, value)| (key.to_string(), value))
                 .collect(),
-            data_version: DataVersion::default(),
+            data_version: Some(DataVersion::default()),
         }),
         other => Reply::error(
             ErrorKind::RequestNotSupported,

@@ -301,6 +301,7 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::TopicConsumers { .. } => "QUERY_TOPIC_CONSUME_BY_WHO",
         AdminCommand::HaStatus => "GET_BROKER_HA_STATUS",
         AdminCommand::GetBrokerConfig => "GET_BROKER_CONFIG",
+        AdminCommand::GetNamesrvConfig => "GET_NAMESRV_CONFIG",
     }
 }
 
