@@ -1,7 +1,9 @@
 //! `mqadmin` itself (`org.apache.rocketmq:rocketmq-tools`, `MQAdminStartup`, from Maven Central)
 //! against the target: name-server KV config (`updateKvConfig`, `deleteKvConfig`,
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
-//! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have), and `queryMsgById` with its consumer tracking
+//! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have),
+//! `updateSubGroup` with `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG), and
+//! `queryMsgById` with its consumer tracking
 //! (QUERY_TOPIC_CONSUME_BY_WHO). mqadmin exits 0 even when a command fails, so each command's
 //! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
 //!
@@ -171,6 +173,7 @@ fn run(target: &Target) -> Result<()> {
     let id = unique_id("533");
     let topic = format!("mqadmin_{id}");
     let namespace = format!("skiff_ns_{id}");
+    let group = format!("mqadmin_group_{id}");
 
     let first = [
         words(&["updateTopic", "-n", &ns, "-b", &broker, "-t", &topic]),
@@ -212,6 +215,18 @@ fn run(target: &Target) -> Result<()> {
         words(&["haStatus", "-n", &ns, "-b", &broker]),
         words(&["getBrokerConfig", "-n", &ns, "-b", &broker]),
         words(&["getNamesrvConfig", "-n", &ns]),
+        words(&[
+            "updateSubGroup",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-g",
+            &group,
+            "-r",
+            "5",
+        ]),
+        words(&["getConsumerConfig", "-n", &ns, "-g", &group]),
     ];
     let out = mqadmin(target, "first", &first)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -303,6 +318,29 @@ fn run(target: &Target) -> Result<()> {
         let found = property(config, key);
         if found.as_deref() != Some(value) {
             bail!("getNamesrvConfig: expected {key}={value}, got {found:?} in:\n{config}");
+        }
+    }
+
+    expect(
+        "updateSubGroup",
+        &out[11],
+        &["create subscription group to BROKER success."],
+    )?;
+    let config = &out[12];
+    expect(
+        "getConsumerConfig",
+        config,
+        &["=============================DefaultCluster:broker-a============================="],
+    )?;
+    for (key, value) in [
+        ("groupName", group.as_str()),
+        ("consumeEnable", "true"),
+        ("retryQueueNums", "1"),
+        ("retryMaxTimes", "5"),
+    ] {
+        let found = property(config, key);
+        if found.as_deref() != Some(value) {
+            bail!("getConsumerConfig: expected {key}={value}, got {found:?} in:\n{config}");
         }
     }
 

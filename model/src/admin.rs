@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::consumer::SubscriptionGroupConfig;
 use crate::route::DataVersion;
 
 /// An administration request. Name-server ones are marked; the rest go to a broker.
@@ -32,6 +33,8 @@ pub enum AdminCommand {
     GetBrokerConfig,
     /// Name server: its configuration in force, by Java key.
     GetNamesrvConfig,
+    /// Broker: every subscription group's settings.
+    GetAllSubscriptionGroups,
 }
 
 /// An answer to an [`AdminCommand`].
@@ -54,6 +57,11 @@ pub enum AdminReply {
     Config {
         properties: Vec<(String, String)>,
         data_version: Option<DataVersion>,
+    },
+    /// Subscription groups by name (`SubscriptionGroupWrapper`).
+    SubscriptionGroups {
+        groups: BTreeMap<String, SubscriptionGroupConfig>,
+        data_version: DataVersion,
     },
 }
 

@@ -6,7 +6,11 @@
 
 use serde::Serialize;
 use skiff_model::admin::{AdminCommand, AdminReply, HaStatus};
+use std::collections::BTreeMap;
+
 use skiff_model::command::ErrorReply;
+use skiff_model::consumer::SubscriptionGroupConfig;
+use skiff_model::route::DataVersion;
 
 use super::body::{to_json, KvTable};
 use super::codes::request as code;
@@ -27,6 +31,7 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::GET_BROKER_HA_STATUS
             | code::GET_BROKER_CONFIG
             | code::GET_NAMESRV_CONFIG
+            | code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG
     )
 }
 
@@ -63,6 +68,7 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
         code::GET_BROKER_HA_STATUS => AdminCommand::HaStatus,
         code::GET_BROKER_CONFIG => AdminCommand::GetBrokerConfig,
         code::GET_NAMESRV_CONFIG => AdminCommand::GetNamesrvConfig,
+        code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => AdminCommand::GetAllSubscriptionGroups,
         other => unreachable!("is_admin_code admitted {other}"),
     })
 }
@@ -81,6 +87,7 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::HaStatus => code::GET_BROKER_HA_STATUS,
         AdminCommand::GetBrokerConfig => code::GET_BROKER_CONFIG,
         AdminCommand::GetNamesrvConfig => code::GET_NAMESRV_CONFIG,
+        AdminCommand::GetAllSubscriptionGroups => code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
     }
 }
 
@@ -110,8 +117,10 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         AdminCommand::TopicConsumers { topic } => {
             out.put("topic", topic);
         }
-        AdminCommand::HaStatus | AdminCommand::GetBrokerConfig | AdminCommand::GetNamesrvConfig => {
-        }
+        AdminCommand::HaStatus
+        | AdminCommand::GetBrokerConfig
+        | AdminCommand::GetNamesrvConfig
+        | AdminCommand::GetAllSubscriptionGroups => {}
     }
 }
 
@@ -120,6 +129,15 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
 #[serde(rename_all = "camelCase")]
 struct GroupList<'a> {
     group_list: &'a [String],
+}
+
+/// `SubscriptionGroupWrapper` (fastjson's alphabetical order; Skiff forbids nothing).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SubscriptionGroupWrapper<'a> {
+    data_version: DataVersion,
+    forbidden_table: BTreeMap<String, ()>,
+    subscription_group_table: &'a BTreeMap<String, SubscriptionGroupConfig>,
 }
 
 /// `HARuntimeInfo` as fastjson writes it (alphabetical members; a null `masterAddr` is left out).
@@ -184,6 +202,17 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
         }
         // `Configuration.getAllConfigsFormatString`: `key=value` lines, read back by
         // `MixAll.string2Properties`; the `version` header is required by the Java client.
+        AdminReply::SubscriptionGroups {
+            groups,
+            data_version,
+        } => {
+            let wrapper = SubscriptionGroupWrapper {
+                data_version,
+                forbidden_table: BTreeMap::new(),
+                subscription_group_table: &groups,
+            };
+            cmd.body = Body::from(to_json(&wrapper).into_bytes());
+        }
         AdminReply::Config {
             properties,
             data_version,
@@ -330,6 +359,24 @@ mod tests {
             cmd.ext("version"),
             Some("{\"counter\":0,\"stateVersion\":0,\"timestamp\":0}")
         );
+
+        let req = request(code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, &[]);
+        let mut groups = BTreeMap::new();
+        groups.insert("g".to_string(), SubscriptionGroupConfig::new("g"));
+        let reply = Reply::Admin(AdminReply::SubscriptionGroups {
+            groups,
+            data_version: DataVersion::default(),
+        });
+        let body = encode_any_reply(&req, reply).body.to_bytes();
+        let text = std::str::from_utf8(&body).unwrap();
+        assert!(
+            text.starts_with(
+                "{\"dataVersion\":{\"counter\":0,\"stateVersion\":0,\"timestamp\":0},\
+                 \"forbiddenTable\":{},\"subscriptionGroupTable\":{\"g\":{"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\"groupName\":\"g\""), "{text}");
 
         let req = request(code::QUERY_TOPIC_CONSUME_BY_WHO, &[("topic", "t")]);
         let reply = Reply::Admin(AdminReply::Groups(vec!["g1".into(), "g2".into()]));

@@ -59,6 +59,7 @@ pub mod request {
     pub const GET_BROKER_HA_STATUS: i32 = 907;
     pub const GET_BROKER_CONFIG: i32 = 26;
     pub const GET_NAMESRV_CONFIG: i32 = 319;
+    pub const GET_ALL_SUBSCRIPTIONGROUP_CONFIG: i32 = 201;
 }
 
 /// Response codes.

@@ -87,6 +87,12 @@ impl SubscriptionGroupManager {
         Some(created)
     }
 
+    /// Every group's settings and the table's version (GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
+    pub fn snapshot(&self) -> (BTreeMap<String, SubscriptionGroupConfig>, DataVersion) {
+        let state = self.state.read();
+        (state.subscription_group_table.clone(), state.data_version)
+    }
+
     /// Creates or replaces a group's settings (admin `UPDATE_AND_CREATE_SUBSCRIPTIONGROUP`).
     pub fn upsert(&self, config: SubscriptionGroupConfig) {
         {

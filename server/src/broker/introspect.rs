@@ -26,6 +26,13 @@ pub(super) fn handle(state: &BrokerState, command: AdminCommand) -> Reply {
                 .collect(),
             data_version: Some(DataVersion::default()),
         }),
+        AdminCommand::GetAllSubscriptionGroups => {
+            let (groups, data_version) = state.groups.snapshot();
+            Reply::Admin(AdminReply::SubscriptionGroups {
+                groups,
+                data_version,
+            })
+        }
         other => Reply::error(
             ErrorKind::RequestNotSupported,
             format!(

@@ -138,7 +138,8 @@ impl NameServerService {
             }
             other @ (AdminCommand::TopicConsumers { .. }
             | AdminCommand::HaStatus
-            | AdminCommand::GetBrokerConfig) => Reply::error(
+            | AdminCommand::GetBrokerConfig
+            | AdminCommand::GetAllSubscriptionGroups) => Reply::error(
                 ErrorKind::RequestNotSupported,
                 format!(
                     "the name server does not serve {}; send it to a broker",
