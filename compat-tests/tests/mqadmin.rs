@@ -2,7 +2,7 @@
 //! against the target: name-server KV config (`updateKvConfig`, `deleteKvConfig`,
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
 //! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have),
-//! `updateSubGroup` with `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG), and
+//! `updateSubGroup`, `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and `deleteSubGroup`,
 //! `queryMsgById` with its consumer tracking
 //! (QUERY_TOPIC_CONSUME_BY_WHO). mqadmin exits 0 even when a command fails, so each command's
 //! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
@@ -227,6 +227,18 @@ fn run(target: &Target) -> Result<()> {
             "5",
         ]),
         words(&["getConsumerConfig", "-n", &ns, "-g", &group]),
+        words(&[
+            "deleteSubGroup",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-g",
+            &group,
+            "-r",
+            "true",
+        ]),
+        words(&["getConsumerConfig", "-n", &ns, "-g", &group]),
     ];
     let out = mqadmin(target, "first", &first)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -342,6 +354,17 @@ fn run(target: &Target) -> Result<()> {
         if found.as_deref() != Some(value) {
             bail!("getConsumerConfig: expected {key}={value}, got {found:?} in:\n{config}");
         }
+    }
+
+    expect(
+        "deleteSubGroup",
+        &out[13],
+        &[&format!(
+            "delete subscription group [{group}] from broker [BROKER] success."
+        )],
+    )?;
+    if !out[14].trim().is_empty() {
+        bail!("getConsumerConfig of a deleted group printed:\n{}", out[14]);
     }
 
     // A second JVM: the route changes of updateTopic reach the name server asynchronously, and a

@@ -35,6 +35,9 @@ pub enum AdminCommand {
     GetNamesrvConfig,
     /// Broker: every subscription group's settings.
     GetAllSubscriptionGroups,
+    /// Broker: forget a subscription group's settings, and its committed offsets when
+    /// `clean_offset` (a missing group is not an error, as in Java).
+    DeleteSubscriptionGroup { group: String, clean_offset: bool },
 }
 
 /// An answer to an [`AdminCommand`].

@@ -32,6 +32,7 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::GET_BROKER_CONFIG
             | code::GET_NAMESRV_CONFIG
             | code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+            | code::DELETE_SUBSCRIPTIONGROUP
     )
 }
 
@@ -69,6 +70,10 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
         code::GET_BROKER_CONFIG => AdminCommand::GetBrokerConfig,
         code::GET_NAMESRV_CONFIG => AdminCommand::GetNamesrvConfig,
         code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => AdminCommand::GetAllSubscriptionGroups,
+        code::DELETE_SUBSCRIPTIONGROUP => AdminCommand::DeleteSubscriptionGroup {
+            group: f.string("groupName")?,
+            clean_offset: f.opt_bool("cleanOffset") == Some(true),
+        },
         other => unreachable!("is_admin_code admitted {other}"),
     })
 }
@@ -88,6 +93,7 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::GetBrokerConfig => code::GET_BROKER_CONFIG,
         AdminCommand::GetNamesrvConfig => code::GET_NAMESRV_CONFIG,
         AdminCommand::GetAllSubscriptionGroups => code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        AdminCommand::DeleteSubscriptionGroup { .. } => code::DELETE_SUBSCRIPTIONGROUP,
     }
 }
 
@@ -116,6 +122,12 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         }
         AdminCommand::TopicConsumers { topic } => {
             out.put("topic", topic);
+        }
+        AdminCommand::DeleteSubscriptionGroup {
+            group,
+            clean_offset,
+        } => {
+            out.put("groupName", group).put("cleanOffset", clean_offset);
         }
         AdminCommand::HaStatus
         | AdminCommand::GetBrokerConfig
@@ -308,6 +320,10 @@ mod tests {
             },
             AdminCommand::TopicConsumers { topic: "t".into() },
             AdminCommand::HaStatus,
+            AdminCommand::DeleteSubscriptionGroup {
+                group: "g".into(),
+                clean_offset: true,
+            },
         ] {
             let request = Request::Admin(command);
             let cmd = crate::remoting::encode_request(&request, 1, false);

@@ -60,6 +60,7 @@ pub mod request {
     pub const GET_BROKER_CONFIG: i32 = 26;
     pub const GET_NAMESRV_CONFIG: i32 = 319;
     pub const GET_ALL_SUBSCRIPTIONGROUP_CONFIG: i32 = 201;
+    pub const DELETE_SUBSCRIPTIONGROUP: i32 = 207;
 }
 
 /// Response codes.

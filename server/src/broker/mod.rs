@@ -303,6 +303,7 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::GetBrokerConfig => "GET_BROKER_CONFIG",
         AdminCommand::GetNamesrvConfig => "GET_NAMESRV_CONFIG",
         AdminCommand::GetAllSubscriptionGroups => "GET_ALL_SUBSCRIPTIONGROUP_CONFIG",
+        AdminCommand::DeleteSubscriptionGroup { .. } => "DELETE_SUBSCRIPTIONGROUP",
     }
 }
 

@@ -139,7 +139,8 @@ impl NameServerService {
             other @ (AdminCommand::TopicConsumers { .. }
             | AdminCommand::HaStatus
             | AdminCommand::GetBrokerConfig
-            | AdminCommand::GetAllSubscriptionGroups) => Reply::error(
+            | AdminCommand::GetAllSubscriptionGroups
+            | AdminCommand::DeleteSubscriptionGroup { .. }) => Reply::error(
                 ErrorKind::RequestNotSupported,
                 format!(
                     "the name server does not serve {}; send it to a broker",
