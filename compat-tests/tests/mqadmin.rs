@@ -1,7 +1,9 @@
 //! `mqadmin` itself (`org.apache.rocketmq:rocketmq-tools`, `MQAdminStartup`, from Maven Central)
 //! against the target: name-server KV config (`updateKvConfig`, `deleteKvConfig`,
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
-//! `topicRoute`), `haStatus`, and `queryMsgById` with its consumer tracking
+//! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have),
+//! `updateSubGroup`, `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and `deleteSubGroup`,
+//! `queryMsgById` with its consumer tracking
 //! (QUERY_TOPIC_CONSUME_BY_WHO). mqadmin exits 0 even when a command fails, so each command's
 //! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
 //!
@@ -134,6 +136,14 @@ fn route_perms(output: &str) -> Vec<i32> {
         .collect()
 }
 
+/// One `key = value` line of `getBrokerConfig` (`%-50s=  %s`).
+fn property(output: &str, key: &str) -> Option<String> {
+    output.lines().find_map(|line| {
+        let (k, v) = line.split_once('=')?;
+        (k.trim() == key).then(|| v.trim().to_string())
+    })
+}
+
 /// The message id in `sendMessage`'s table (`#Broker Name  #QID  #Send Result  #MsgId`).
 fn sent_msg_id(output: &str) -> Option<String> {
     output
@@ -163,6 +173,7 @@ fn run(target: &Target) -> Result<()> {
     let id = unique_id("533");
     let topic = format!("mqadmin_{id}");
     let namespace = format!("skiff_ns_{id}");
+    let group = format!("mqadmin_group_{id}");
 
     let first = [
         words(&["updateTopic", "-n", &ns, "-b", &broker, "-t", &topic]),
@@ -202,6 +213,32 @@ fn run(target: &Target) -> Result<()> {
         words(&["updateOrderConf", "-n", &ns, "-t", &topic, "-m", "delete"]),
         words(&["updateOrderConf", "-n", &ns, "-t", &topic, "-m", "get"]),
         words(&["haStatus", "-n", &ns, "-b", &broker]),
+        words(&["getBrokerConfig", "-n", &ns, "-b", &broker]),
+        words(&["getNamesrvConfig", "-n", &ns]),
+        words(&[
+            "updateSubGroup",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-g",
+            &group,
+            "-r",
+            "5",
+        ]),
+        words(&["getConsumerConfig", "-n", &ns, "-g", &group]),
+        words(&[
+            "deleteSubGroup",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-g",
+            &group,
+            "-r",
+            "true",
+        ]),
+        words(&["getConsumerConfig", "-n", &ns, "-g", &group]),
     ];
     let out = mqadmin(target, "first", &first)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -259,6 +296,76 @@ fn run(target: &Target) -> Result<()> {
             "#InSyncSlaveNum\t0",
         ],
     )?;
+
+    let config = &out[9];
+    expect("getBrokerConfig", config, &[])?;
+    let port = broker.rsplit_once(':').map_or("", |(_, p)| p);
+    for (key, value) in [
+        ("brokerClusterName", "DefaultCluster"),
+        ("brokerName", BROKER_NAME),
+        ("brokerId", "0"),
+        ("listenPort", port),
+        ("brokerRole", "ASYNC_MASTER"),
+        ("flushDiskType", "ASYNC_FLUSH"),
+        ("brokerPermission", "6"),
+        ("autoCreateTopicEnable", "true"),
+    ] {
+        let found = property(config, key);
+        if found.as_deref() != Some(value) {
+            bail!("getBrokerConfig: expected {key}={value}, got {found:?} in:\n{config}");
+        }
+    }
+
+    let config = &out[10];
+    expect(
+        "getNamesrvConfig",
+        config,
+        &["============NAMESRV============"],
+    )?;
+    let port = ns.rsplit_once(':').map_or("", |(_, p)| p);
+    for (key, value) in [
+        ("listenPort", port),
+        ("scanNotActiveBrokerInterval", "5000"),
+    ] {
+        let found = property(config, key);
+        if found.as_deref() != Some(value) {
+            bail!("getNamesrvConfig: expected {key}={value}, got {found:?} in:\n{config}");
+        }
+    }
+
+    expect(
+        "updateSubGroup",
+        &out[11],
+        &["create subscription group to BROKER success."],
+    )?;
+    let config = &out[12];
+    expect(
+        "getConsumerConfig",
+        config,
+        &["=============================DefaultCluster:broker-a============================="],
+    )?;
+    for (key, value) in [
+        ("groupName", group.as_str()),
+        ("consumeEnable", "true"),
+        ("retryQueueNums", "1"),
+        ("retryMaxTimes", "5"),
+    ] {
+        let found = property(config, key);
+        if found.as_deref() != Some(value) {
+            bail!("getConsumerConfig: expected {key}={value}, got {found:?} in:\n{config}");
+        }
+    }
+
+    expect(
+        "deleteSubGroup",
+        &out[13],
+        &[&format!(
+            "delete subscription group [{group}] from broker [BROKER] success."
+        )],
+    )?;
+    if !out[14].trim().is_empty() {
+        bail!("getConsumerConfig of a deleted group printed:\n{}", out[14]);
+    }
 
     // A second JVM: the route changes of updateTopic reach the name server asynchronously, and a
     // registration that lands after the wipe would undo it.

@@ -4,6 +4,9 @@
 
 use std::collections::BTreeMap;
 
+use crate::consumer::SubscriptionGroupConfig;
+use crate::route::DataVersion;
+
 /// An administration request. Name-server ones are marked; the rest go to a broker.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AdminCommand {
@@ -26,6 +29,15 @@ pub enum AdminCommand {
     TopicConsumers { topic: String },
     /// Broker: replication status (`HARuntimeInfo`).
     HaStatus,
+    /// Broker: its configuration in force, by Java key.
+    GetBrokerConfig,
+    /// Name server: its configuration in force, by Java key.
+    GetNamesrvConfig,
+    /// Broker: every subscription group's settings.
+    GetAllSubscriptionGroups,
+    /// Broker: forget a subscription group's settings, and its committed offsets when
+    /// `clean_offset` (a missing group is not an error, as in Java).
+    DeleteSubscriptionGroup { group: String, clean_offset: bool },
 }
 
 /// An answer to an [`AdminCommand`].
@@ -43,6 +55,17 @@ pub enum AdminReply {
     /// Consumer group names, sorted.
     Groups(Vec<String>),
     HaStatus(HaStatus),
+    /// Settings by Java key, in the server's order, and the configuration's version (the
+    /// broker's answer carries one, the name server's none).
+    Config {
+        properties: Vec<(String, String)>,
+        data_version: Option<DataVersion>,
+    },
+    /// Subscription groups by name (`SubscriptionGroupWrapper`).
+    SubscriptionGroups {
+        groups: BTreeMap<String, SubscriptionGroupConfig>,
+        data_version: DataVersion,
+    },
 }
 
 /// `HARuntimeInfo` of a master (Skiff does not replicate yet: a master without slaves).

@@ -6,7 +6,11 @@
 
 use serde::Serialize;
 use skiff_model::admin::{AdminCommand, AdminReply, HaStatus};
+use std::collections::BTreeMap;
+
 use skiff_model::command::ErrorReply;
+use skiff_model::consumer::SubscriptionGroupConfig;
+use skiff_model::route::DataVersion;
 
 use super::body::{to_json, KvTable};
 use super::codes::request as code;
@@ -25,6 +29,10 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::ADD_WRITE_PERM_OF_BROKER
             | code::QUERY_TOPIC_CONSUME_BY_WHO
             | code::GET_BROKER_HA_STATUS
+            | code::GET_BROKER_CONFIG
+            | code::GET_NAMESRV_CONFIG
+            | code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+            | code::DELETE_SUBSCRIPTIONGROUP
     )
 }
 
@@ -59,6 +67,13 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
             topic: f.string("topic")?,
         },
         code::GET_BROKER_HA_STATUS => AdminCommand::HaStatus,
+        code::GET_BROKER_CONFIG => AdminCommand::GetBrokerConfig,
+        code::GET_NAMESRV_CONFIG => AdminCommand::GetNamesrvConfig,
+        code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => AdminCommand::GetAllSubscriptionGroups,
+        code::DELETE_SUBSCRIPTIONGROUP => AdminCommand::DeleteSubscriptionGroup {
+            group: f.string("groupName")?,
+            clean_offset: f.opt_bool("cleanOffset") == Some(true),
+        },
         other => unreachable!("is_admin_code admitted {other}"),
     })
 }
@@ -75,6 +90,10 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::WritePerm { writable: true, .. } => code::ADD_WRITE_PERM_OF_BROKER,
         AdminCommand::TopicConsumers { .. } => code::QUERY_TOPIC_CONSUME_BY_WHO,
         AdminCommand::HaStatus => code::GET_BROKER_HA_STATUS,
+        AdminCommand::GetBrokerConfig => code::GET_BROKER_CONFIG,
+        AdminCommand::GetNamesrvConfig => code::GET_NAMESRV_CONFIG,
+        AdminCommand::GetAllSubscriptionGroups => code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        AdminCommand::DeleteSubscriptionGroup { .. } => code::DELETE_SUBSCRIPTIONGROUP,
     }
 }
 
@@ -104,7 +123,16 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         AdminCommand::TopicConsumers { topic } => {
             out.put("topic", topic);
         }
-        AdminCommand::HaStatus => {}
+        AdminCommand::DeleteSubscriptionGroup {
+            group,
+            clean_offset,
+        } => {
+            out.put("groupName", group).put("cleanOffset", clean_offset);
+        }
+        AdminCommand::HaStatus
+        | AdminCommand::GetBrokerConfig
+        | AdminCommand::GetNamesrvConfig
+        | AdminCommand::GetAllSubscriptionGroups => {}
     }
 }
 
@@ -113,6 +141,15 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
 #[serde(rename_all = "camelCase")]
 struct GroupList<'a> {
     group_list: &'a [String],
+}
+
+/// `SubscriptionGroupWrapper` (fastjson's alphabetical order; Skiff forbids nothing).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SubscriptionGroupWrapper<'a> {
+    data_version: DataVersion,
+    forbidden_table: BTreeMap<String, ()>,
+    subscription_group_table: &'a BTreeMap<String, SubscriptionGroupConfig>,
 }
 
 /// `HARuntimeInfo` as fastjson writes it (alphabetical members; a null `masterAddr` is left out).
@@ -175,7 +212,51 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
             };
             cmd.body = Body::from(to_json(&info).into_bytes());
         }
+        // `Configuration.getAllConfigsFormatString`: `key=value` lines, read back by
+        // `MixAll.string2Properties`; the `version` header is required by the Java client.
+        AdminReply::SubscriptionGroups {
+            groups,
+            data_version,
+        } => {
+            let wrapper = SubscriptionGroupWrapper {
+                data_version,
+                forbidden_table: BTreeMap::new(),
+                subscription_group_table: &groups,
+            };
+            cmd.body = Body::from(to_json(&wrapper).into_bytes());
+        }
+        AdminReply::Config {
+            properties,
+            data_version,
+        } => {
+            let mut text = String::new();
+            for (key, value) in properties {
+                text.push_str(&key);
+                text.push('=');
+                text.push_str(&escape_property(&value));
+                text.push('\n');
+            }
+            if let Some(version) = data_version {
+                cmd.set_ext("version", to_json(&version));
+            }
+            cmd.body = Body::from(text.into_bytes());
+        }
     }
+}
+
+/// What `Properties.load` would otherwise read as an escape or a line break (Java writes values
+/// unescaped, so a Windows path or a newline would come out garbled there).
+fn escape_property(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for c in value.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            _ => out.push(c),
+        }
+    }
+    out
 }
 
 #[cfg(test)]
@@ -239,6 +320,10 @@ mod tests {
             },
             AdminCommand::TopicConsumers { topic: "t".into() },
             AdminCommand::HaStatus,
+            AdminCommand::DeleteSubscriptionGroup {
+                group: "g".into(),
+                clean_offset: true,
+            },
         ] {
             let request = Request::Admin(command);
             let cmd = crate::remoting::encode_request(&request, 1, false);
@@ -272,6 +357,42 @@ mod tests {
              \"haConnectionInfo\":[],\"inSyncSlaveNums\":0,\"master\":true,\
              \"masterCommitLogMaxOffset\":42}"
         );
+
+        let req = request(code::GET_BROKER_CONFIG, &[]);
+        let reply = Reply::Admin(AdminReply::Config {
+            properties: vec![
+                ("brokerName".into(), "broker-a".into()),
+                ("storePathRootDir".into(), "C:\\store\nx".into()),
+            ],
+            data_version: Some(Default::default()),
+        });
+        let cmd = encode_any_reply(&req, reply);
+        assert_eq!(
+            &cmd.body.to_bytes()[..],
+            b"brokerName=broker-a\nstorePathRootDir=C:\\\\store\\nx\n"
+        );
+        assert_eq!(
+            cmd.ext("version"),
+            Some("{\"counter\":0,\"stateVersion\":0,\"timestamp\":0}")
+        );
+
+        let req = request(code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, &[]);
+        let mut groups = BTreeMap::new();
+        groups.insert("g".to_string(), SubscriptionGroupConfig::new("g"));
+        let reply = Reply::Admin(AdminReply::SubscriptionGroups {
+            groups,
+            data_version: DataVersion::default(),
+        });
+        let body = encode_any_reply(&req, reply).body.to_bytes();
+        let text = std::str::from_utf8(&body).unwrap();
+        assert!(
+            text.starts_with(
+                "{\"dataVersion\":{\"counter\":0,\"stateVersion\":0,\"timestamp\":0},\
+                 \"forbiddenTable\":{},\"subscriptionGroupTable\":{\"g\":{"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("\"groupName\":\"g\""), "{text}");
 
         let req = request(code::QUERY_TOPIC_CONSUME_BY_WHO, &[("topic", "t")]);
         let reply = Reply::Admin(AdminReply::Groups(vec!["g1".into(), "g2".into()]));

@@ -57,6 +57,10 @@ pub mod request {
     pub const QUERY_TOPIC_CONSUME_BY_WHO: i32 = 300;
     pub const ADD_WRITE_PERM_OF_BROKER: i32 = 327;
     pub const GET_BROKER_HA_STATUS: i32 = 907;
+    pub const GET_BROKER_CONFIG: i32 = 26;
+    pub const GET_NAMESRV_CONFIG: i32 = 319;
+    pub const GET_ALL_SUBSCRIPTIONGROUP_CONFIG: i32 = 201;
+    pub const DELETE_SUBSCRIPTIONGROUP: i32 = 207;
 }
 
 /// Response codes.

@@ -92,6 +92,29 @@ impl SubscriptionGroupManager {
         Some(created)
     }
 
+    /// Every group's settings and the table's version (GET_ALL_SUBSCRIPTIONGROUP_CONFIG).
+    pub fn snapshot(&self) -> (BTreeMap<String, SubscriptionGroupConfig>, DataVersion) {
+        let state = self.state.read();
+        (state.subscription_group_table.clone(), state.data_version)
+    }
+
+    /// `deleteSubscriptionGroupConfig`: whether the group existed.
+    pub fn remove(&self, group: &str) -> bool {
+        let removed = {
+            let mut state = self.state.write();
+            let removed = state.subscription_group_table.remove(group).is_some();
+            state.forbidden_table.remove(group);
+            if removed {
+                state.data_version.counter += 1;
+            }
+            removed
+        };
+        if removed {
+            self.file.request();
+        }
+        removed
+    }
+
     /// Creates or replaces a group's settings (admin `UPDATE_AND_CREATE_SUBSCRIPTIONGROUP`).
     pub fn upsert(&self, config: SubscriptionGroupConfig) {
         {
@@ -138,5 +161,26 @@ mod tests {
         assert!(strict.find_or_create("g1").is_some());
         assert!(groups.find_or_create("../x").is_none());
         assert!(groups.find_or_create(&"g".repeat(256)).is_none());
+    }
+
+    #[test]
+    fn removed_groups_leave_the_snapshot_and_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BrokerConfig {
+            store_path_root_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        };
+        let groups = SubscriptionGroupManager::load(&config);
+        groups.upsert(SubscriptionGroupConfig::new("g1"));
+        groups.upsert(SubscriptionGroupConfig::new("g2"));
+        let (_, before) = groups.snapshot();
+        assert!(groups.remove("g1"));
+        assert!(!groups.remove("g1"));
+        let (table, after) = groups.snapshot();
+        assert_eq!(table.keys().collect::<Vec<_>>(), ["g2"]);
+        assert_ne!(before, after);
+        groups.persist();
+        let (reloaded, _) = SubscriptionGroupManager::load(&config).snapshot();
+        assert_eq!(reloaded.keys().collect::<Vec<_>>(), ["g2"]);
     }
 }

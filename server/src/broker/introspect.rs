@@ -1,9 +1,14 @@
-//! Read-only operator requests answered from the broker's tables: who consumes a topic
+//! Operator requests answered from the broker's tables: who consumes a topic
 //! (QUERY_TOPIC_CONSUME_BY_WHO, which `mqadmin queryMsgById` and the dashboard use to track a
-//! message) and the replication status (GET_BROKER_HA_STATUS, `mqadmin haStatus`).
+//! message) and the replication status (GET_BROKER_HA_STATUS, `mqadmin haStatus`); the broker's
+//! settings and subscription groups (GET_BROKER_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+//! DELETE_SUBSCRIPTIONGROUP).
 
 use skiff_model::admin::{AdminCommand, AdminReply, HaStatus};
 use skiff_model::command::{ErrorKind, Reply, Request};
+use skiff_model::route::DataVersion;
+
+use tracing::info;
 
 use super::BrokerState;
 
@@ -16,6 +21,33 @@ pub(super) fn handle(state: &BrokerState, command: AdminCommand) -> Reply {
         AdminCommand::HaStatus => Reply::Admin(AdminReply::HaStatus(master_without_slaves(
             state.store.commit_log_max_offset(),
         ))),
+        AdminCommand::GetBrokerConfig => Reply::Admin(AdminReply::Config {
+            properties: state
+                .config
+                .java_properties()
+                .into_iter()
+                .map(|(key, value)| (key.to_string(), value))
+                .collect(),
+            data_version: Some(DataVersion::default()),
+        }),
+        AdminCommand::GetAllSubscriptionGroups => {
+            let (groups, data_version) = state.groups.snapshot();
+            Reply::Admin(AdminReply::SubscriptionGroups {
+                groups,
+                data_version,
+            })
+        }
+        AdminCommand::DeleteSubscriptionGroup {
+            group,
+            clean_offset,
+        } => {
+            let existed = state.groups.remove(&group);
+            if clean_offset {
+                state.offsets.remove_group(&group);
+            }
+            info!(group, existed, clean_offset, "subscription group deleted");
+            Reply::Success
+        }
         other => Reply::error(
             ErrorKind::RequestNotSupported,
             format!(

@@ -320,6 +320,10 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::WritePerm { writable: true, .. } => "ADD_WRITE_PERM_OF_BROKER",
         AdminCommand::TopicConsumers { .. } => "QUERY_TOPIC_CONSUME_BY_WHO",
         AdminCommand::HaStatus => "GET_BROKER_HA_STATUS",
+        AdminCommand::GetBrokerConfig => "GET_BROKER_CONFIG",
+        AdminCommand::GetNamesrvConfig => "GET_NAMESRV_CONFIG",
+        AdminCommand::GetAllSubscriptionGroups => "GET_ALL_SUBSCRIPTIONGROUP_CONFIG",
+        AdminCommand::DeleteSubscriptionGroup { .. } => "DELETE_SUBSCRIPTIONGROUP",
     }
 }
 

@@ -125,6 +125,17 @@ impl ConsumerOffsetManager {
         groups
     }
 
+    /// Forgets `group`'s offsets on every topic (`removeOffset`).
+    pub fn remove_group(&self, group: &str) {
+        for table in [&self.committed, &self.pulled] {
+            table.write().retain(|k, _| {
+                k.rsplit_once(TOPIC_GROUP_SEPARATOR)
+                    .is_none_or(|(_, g)| g != group)
+            });
+        }
+        self.dirty.store(true, Ordering::Release);
+    }
+
     /// Forgets every group's offsets on `topic`.
     pub fn remove_topic(&self, topic: &str) {
         let prefix = format!("{topic}{TOPIC_GROUP_SEPARATOR}");
@@ -176,6 +187,9 @@ mod tests {
         reloaded.commit("h", "T", 0, 1);
         assert_eq!(reloaded.groups_of_topic("T"), ["g", "h"]);
         assert!(reloaded.groups_of_topic("absent").is_empty());
+        reloaded.remove_group("h");
+        assert_eq!(reloaded.groups_of_topic("T"), ["g"]);
+        assert_eq!(reloaded.query("g", "T2", 3), Some(7));
         reloaded.remove_topic("T");
         assert_eq!(reloaded.query("g", "T", 0), None);
         assert_eq!(reloaded.query("g", "T2", 3), Some(7));

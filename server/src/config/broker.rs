@@ -5,7 +5,7 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, UdpSocket};
 use std::path::{Path, PathBuf};
 
-use super::value::{positive, FromSetting, Rejection};
+use super::value::{positive, FromSetting, Rejection, ToSetting};
 use super::{set_one, settings, source, ConfigError, TlsConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -372,6 +372,14 @@ fn inner_credentials(value: Option<String>) -> Result<Option<String>, Rejection>
 }
 
 impl BrokerConfig {
+    /// Every key Skiff reads with its value in force, as GET_BROKER_CONFIG prints them; the
+    /// inner client's credentials are left out (Java prints them to any caller).
+    pub fn java_properties(&self) -> Vec<(&'static str, String)> {
+        let mut values = super::Settings::values(self);
+        values.retain(|(key, _)| *key != "innerClientAuthenticationCredentials");
+        values
+    }
+
     /// The defaults plus what Java reads from the environment: `NAMESRV_ADDR`.
     pub fn from_env() -> Self {
         BrokerConfig {
@@ -495,6 +503,28 @@ impl FromSetting for MetricsExporterType {
             )),
             _ => Err(Rejection::Expected("DISABLE or PROM".into())),
         }
+    }
+}
+
+impl ToSetting for MetricsExporterType {
+    fn to_setting(&self) -> String {
+        match self {
+            MetricsExporterType::Disable => "DISABLE",
+            MetricsExporterType::Prom => "PROM",
+        }
+        .to_string()
+    }
+}
+
+impl ToSetting for FlushDiskType {
+    fn to_setting(&self) -> String {
+        self.as_str().to_string()
+    }
+}
+
+impl ToSetting for BrokerRole {
+    fn to_setting(&self) -> String {
+        self.as_str().to_string()
     }
 }
 

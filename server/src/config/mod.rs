@@ -33,6 +33,10 @@ pub(crate) trait Settings {
 
     /// Applies one setting; `None` when `key` is not one of [`Self::KEYS`].
     fn apply(&mut self, key: &str, value: &str) -> Option<Result<(), ConfigError>>;
+
+    /// Every key of [`Self::KEYS`] with its current value as Java would print it (nested tables
+    /// not included).
+    fn values(&self) -> Vec<(&'static str, String)>;
 }
 
 /// Maps each Java key to a field: `"listenPort" => listen_port,`. A `vet f` suffix passes the
@@ -63,6 +67,10 @@ macro_rules! settings {
                     .map(|v| self.$field = v),)*
                     _ => return $crate::config::settings!(@rest self key value $($nested)?),
                 })
+            }
+
+            fn values(&self) -> Vec<(&'static str, String)> {
+                vec![$(($key, $crate::config::value::ToSetting::to_setting(&self.$field)),)*]
             }
         }
     };

@@ -54,6 +54,11 @@ settings!(NamesrvConfig {
 } .. tls);
 
 impl NamesrvConfig {
+    /// Every key Skiff reads with its value in force, as GET_NAMESRV_CONFIG prints them.
+    pub fn java_properties(&self) -> Vec<(&'static str, String)> {
+        super::Settings::values(self)
+    }
+
     /// The defaults, then the file at `path`, then [`NamesrvConfig::validate`].
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let mut config = NamesrvConfig::default();

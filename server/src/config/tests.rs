@@ -463,3 +463,31 @@ fn metrics_keys_as_java_names_them() {
     let err = load_err("broker.conf", "metricsPromExporterPort=70000\n");
     assert!(err.contains("metricsPromExporterPort"), "{err}");
 }
+
+/// GET_BROKER_CONFIG prints every key with its value in force, in text the loader reads back.
+#[test]
+fn java_properties_print_values_in_force_and_read_back() {
+    let config = load(
+        "broker.conf",
+        "brokerName=broker-x\nlistenPort=10921\nflushDiskType=SYNC_FLUSH\nnamesrvAddr=127.0.0.1:9876\n",
+    )
+    .unwrap();
+    let printed = config.java_properties();
+    let get = |key: &str| {
+        printed
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_str())
+    };
+    assert_eq!(get("brokerName"), Some("broker-x"));
+    assert_eq!(get("listenPort"), Some("10921"));
+    assert_eq!(get("flushDiskType"), Some("SYNC_FLUSH"));
+    assert_eq!(get("brokerRole"), Some("ASYNC_MASTER"));
+    assert_eq!(get("brokerPermission"), Some("6"));
+    assert_eq!(get("innerClientAuthenticationCredentials"), None);
+    let mut reread = BrokerConfig::default();
+    for (key, value) in &printed {
+        set_one(&mut reread, key, value, None).unwrap_or_else(|e| panic!("{key}={value}: {e}"));
+    }
+    assert_eq!(reread.java_properties(), printed);
+}

@@ -8,7 +8,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::properties;
-use super::value::{FromSetting, Rejection};
+use super::value::{FromSetting, Rejection, ToSetting};
 use super::{settings, ConfigError, Location, Settings};
 
 /// `tls.server.mode`: what the listener accepts (Java's `TlsMode`).
@@ -72,6 +72,30 @@ pub struct Secret(pub String);
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("\"***\"")
+    }
+}
+
+impl ToSetting for TlsMode {
+    fn to_setting(&self) -> String {
+        self.to_string()
+    }
+}
+
+impl ToSetting for ClientAuth {
+    fn to_setting(&self) -> String {
+        match self {
+            ClientAuth::None => "none",
+            ClientAuth::Optional => "optional",
+            ClientAuth::Require => "require",
+        }
+        .to_string()
+    }
+}
+
+/// Never printed.
+impl ToSetting for Secret {
+    fn to_setting(&self) -> String {
+        "***".to_string()
     }
 }
 

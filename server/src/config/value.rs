@@ -18,6 +18,36 @@ pub(crate) trait FromSetting: Sized {
     fn from_setting(text: &str) -> Result<Self, Rejection>;
 }
 
+/// A value as text that [`FromSetting`] reads back (what GET_BROKER_CONFIG prints).
+pub(crate) trait ToSetting {
+    fn to_setting(&self) -> String;
+}
+
+macro_rules! display_settings {
+    ($($ty:ty),*) => {$(
+        impl ToSetting for $ty {
+            fn to_setting(&self) -> String {
+                self.to_string()
+            }
+        }
+    )*};
+}
+
+display_settings!(u16, u32, u64, usize, i32, i64, bool, String, IpAddr);
+
+impl ToSetting for PathBuf {
+    fn to_setting(&self) -> String {
+        self.display().to_string()
+    }
+}
+
+/// Unset is the empty text, which reads back as unset.
+impl<T: ToSetting> ToSetting for Option<T> {
+    fn to_setting(&self) -> String {
+        self.as_ref().map(T::to_setting).unwrap_or_default()
+    }
+}
+
 /// Parses `value` for `key`, then lets `vet` check or adjust it (see the `settings!` tables).
 pub(crate) fn parse<T: FromSetting>(
     key: &str,
@@ -150,6 +180,17 @@ mod tests {
         assert_eq!(bool::from_setting("TRUE").ok(), Some(true));
         assert_eq!(bool::from_setting("false").ok(), Some(false));
         assert_eq!(expected::<bool>("yes"), "true or false");
+    }
+
+    #[test]
+    fn values_print_as_they_parse() {
+        assert_eq!(Some(7u16).to_setting(), "7");
+        assert_eq!(Option::<String>::None.to_setting(), "");
+        assert_eq!(PathBuf::from("/data/store").to_setting(), "/data/store");
+        assert_eq!(
+            u64::from_setting(&u64::MAX.to_setting()).ok(),
+            Some(u64::MAX)
+        );
     }
 
     #[test]

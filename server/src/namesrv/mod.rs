@@ -26,6 +26,8 @@ pub use route_info::{BrokerIdentity, RouteInfoManager};
 struct NameServerService {
     routes: RouteInfoManager,
     kv: kv_config::KvConfigManager,
+    /// GET_NAMESRV_CONFIG's answer: the settings in force, rendered once at start.
+    config_properties: Vec<(String, String)>,
     broker_timeout: Duration,
     /// `aclEnable`: the accounts every request is checked against.
     acl: Option<Arc<crate::acl::AccessControl>>,
@@ -118,6 +120,10 @@ impl NameServerService {
             AdminCommand::GetKvConfig { namespace, key } => self.kv.get(&namespace, &key),
             AdminCommand::DeleteKvConfig { namespace, key } => self.kv.delete(&namespace, &key),
             AdminCommand::GetKvList { namespace } => self.kv.list(&namespace),
+            AdminCommand::GetNamesrvConfig => Reply::Admin(AdminReply::Config {
+                properties: self.config_properties.clone(),
+                data_version: None,
+            }),
             AdminCommand::WritePerm {
                 broker_name,
                 writable,
@@ -130,7 +136,11 @@ impl NameServerService {
                     topic_count,
                 })
             }
-            other @ (AdminCommand::TopicConsumers { .. } | AdminCommand::HaStatus) => Reply::error(
+            other @ (AdminCommand::TopicConsumers { .. }
+            | AdminCommand::HaStatus
+            | AdminCommand::GetBrokerConfig
+            | AdminCommand::GetAllSubscriptionGroups
+            | AdminCommand::DeleteSubscriptionGroup { .. }) => Reply::error(
                 ErrorKind::RequestNotSupported,
                 format!(
                     "the name server does not serve {}; send it to a broker",
@@ -169,6 +179,11 @@ impl NameServer {
         let service = Arc::new(NameServerService {
             routes: RouteInfoManager::default(),
             kv: kv_config::KvConfigManager::default(),
+            config_properties: config
+                .java_properties()
+                .into_iter()
+                .map(|(key, value)| (key.to_string(), value))
+                .collect(),
             broker_timeout: Duration::from_millis(config.broker_channel_expired_time),
             acl,
         });
