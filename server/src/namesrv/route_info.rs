@@ -88,9 +88,20 @@ impl RouteInfoManager {
             .broker_live_table
             .get(&registration.broker_addr)
             .is_none_or(|live| live.data_version != registration.data_version);
-        if registration.broker_id == MASTER_ID && topics_changed {
+        if registration.broker_id == MASTER_ID {
+            // Java's `isTopicConfigChanged`, per topic: a new table version rewrites every
+            // topic; an unchanged one (the periodic registration, or the later parts of a split
+            // one, which carry the first part's version) only adds topics the broker does not
+            // have here yet, so a wiped write permission stays.
             for topic in registration.topics.values() {
-                upsert_queue_data(&mut tables, &registration.broker_name, topic);
+                let known = !topics_changed
+                    && tables
+                        .topic_queue_table
+                        .get(&topic.topic_name)
+                        .is_some_and(|queues| queues.contains(&registration.broker_name));
+                if !known {
+                    upsert_queue_data(&mut tables, &registration.broker_name, topic);
+                }
             }
         }
 
@@ -268,6 +279,12 @@ impl GroupQueues {
         self.0.retain(|q| q.broker_name != broker_name);
     }
 
+    fn contains(&self, broker_name: &str) -> bool {
+        self.0
+            .binary_search_by(|q| q.broker_name.as_str().cmp(broker_name))
+            .is_ok()
+    }
+
     fn get_mut(&mut self, broker_name: &str) -> Option<&mut QueueData> {
         self.0
             .binary_search_by(|q| q.broker_name.as_str().cmp(broker_name))
@@ -368,6 +385,21 @@ mod tests {
             .iter()
             .map(|q| (q.broker_name.clone(), q.perm))
             .collect()
+    }
+
+    #[test]
+    fn later_parts_of_a_split_registration_add_their_topics() {
+        // Every part carries the version of the first one (Java's registerBrokerAll).
+        let routes = RouteInfoManager::default();
+        routes.register_broker(
+            &registration("a", "10.0.0.1:10911", 0, &["T", "U"]),
+            1,
+            TIMEOUT,
+        );
+        routes.register_broker(&registration("a", "10.0.0.1:10911", 0, &["V"]), 1, TIMEOUT);
+        for topic in ["T", "U", "V"] {
+            assert_eq!(perms(&routes, topic), vec![("a".to_string(), 6)], "{topic}");
+        }
     }
 
     #[test]
