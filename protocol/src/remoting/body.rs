@@ -129,7 +129,7 @@ pub(super) fn register_broker_body(registration: &BrokerRegistration) -> Vec<u8>
         .expect("model types serialize to JSON")
 }
 
-/// The length of [`register_broker_body`]'s output, counted without building it.
+/// The length of the REGISTER_BROKER body for `registration`, counted without building it.
 pub fn register_broker_body_len(registration: &BrokerRegistration) -> usize {
     struct Counter(usize);
     impl std::io::Write for Counter {
