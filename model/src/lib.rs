@@ -7,7 +7,8 @@
 //! are shared by the wire and the disk: message properties ([`message`]), the stored message record
 //! that is both the CommitLog entry and the pull-response payload ([`record`]), offset message ids,
 //! and Java's `String.hashCode` ([`hash`]) that tag codes and index slots depend on, and the SQL92
-//! message selector ([`filter`]) that brokers evaluate over message properties.
+//! message selector ([`filter`]) that brokers evaluate over message properties, and UTC calendar
+//! arithmetic ([`calendar`]) for dates in ids and output.
 //!
 //! It must not know any transport, any request code, any file layout beyond the single record, or
 //! any I/O: it is plain data and pure functions so that codecs, store and server can all depend on
@@ -15,6 +16,7 @@
 
 pub mod acl;
 pub mod admin;
+pub mod calendar;
 pub mod command;
 pub mod consumer;
 pub mod delay;

@@ -53,33 +53,8 @@ fn random_u32() -> u32 {
 fn start_of_month_utc(millis: i64) -> i64 {
     const DAY_MS: i64 = 86_400_000;
     let days = millis.div_euclid(DAY_MS);
-    let (year, month, _) = civil_from_days(days);
-    days_from_civil(year, month, 1) * DAY_MS
-}
-
-/// Howard Hinnant's `civil_from_days`: days since 1970-01-01 → (year, month, day).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
-}
-
-/// Howard Hinnant's `days_from_civil`.
-fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
-    let year = if month <= 2 { year - 1 } else { year };
-    let era = year.div_euclid(400);
-    let yoe = year.rem_euclid(400);
-    let mp = (i64::from(month) + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + i64::from(day) - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
+    let (year, month, _) = skiff_model::calendar::civil_from_days(days);
+    skiff_model::calendar::days_from_civil(year, month, 1) * DAY_MS
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 
 use comfy_table::{presets, ContentArrangement, Table};
 use serde_json::Value;
+use skiff_model::calendar::{civil_from_days, days_from_civil};
 
 pub struct Shown {
     pub json: Value,
@@ -109,36 +110,13 @@ pub fn parse_time(text: &str) -> Result<i64, String> {
     {
         return Err(bad());
     }
-    let days = days_from_civil(*y, *m, *d);
-    if civil_from_days(days) != (*y, *m, *d) {
+    // Checked above to fit.
+    let (month, day) = (*m as u32, *d as u32);
+    let days = days_from_civil(*y, month, day);
+    if civil_from_days(days) != (*y, month, day) {
         return Err(bad());
     }
     Ok((((days * 24 + hh) * 60 + mm) * 60 + ss) * 1000 + millis)
-}
-
-/// A proleptic Gregorian date to days since 1970-01-01 (Howard Hinnant's algorithm).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y.rem_euclid(400);
-    let mp = if m > 2 { m - 3 } else { m + 9 };
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
-/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's algorithm).
-fn civil_from_days(days: i64) -> (i64, i64, i64) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    (y, m, d)
 }
 
 #[cfg(test)]
