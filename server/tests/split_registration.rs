@@ -7,9 +7,7 @@ mod common;
 use std::collections::BTreeSet;
 
 use skiff_model::command::{Reply, Request};
-use skiff_server::broker::Broker;
-use skiff_server::config::{BrokerConfig, NamesrvConfig};
-use skiff_server::namesrv::NameServer;
+use skiff_server::config::BrokerConfig;
 use skiff_server::remoting_client::RemotingClient;
 
 use common::{Cluster, TIMEOUT};
@@ -91,33 +89,16 @@ async fn a_table_too_big_for_one_frame_is_registered_in_parts() {
     // ~430 KB of topics (parts of 800, ~140 KB, fit); the name server (like Java's at 16 MiB) closes the connection on a
     // frame over its frameMaxLength, so one request would leave every topic unroutable.
     const FRAME: usize = 256 * 1024;
-    let dir = tempfile::tempdir().unwrap();
-    let namesrv = NameServer::start(NamesrvConfig {
-        bind_address: "127.0.0.1".parse().unwrap(),
-        listen_port: 0,
-        frame_max_length: FRAME,
-        ..NamesrvConfig::default()
-    })
-    .await
-    .unwrap();
-    let mut config = BrokerConfig {
-        bind_address: "127.0.0.1".parse().unwrap(),
-        broker_ip1: Some("127.0.0.1".into()),
-        listen_port: 0,
-        namesrv_addr: Some(namesrv.local_addr().to_string()),
-        store_path_root_dir: dir.path().to_path_buf(),
-        frame_max_length: FRAME,
-        max_message_size: FRAME / 2,
-        ..BrokerConfig::default()
-    };
-    assert!(!config.enable_split_registration, "Java's default: off");
-    with_many_topics(&mut config);
-    let broker = Broker::start(config).await.unwrap();
-    let client = RemotingClient::connect(&namesrv.local_addr().to_string(), TIMEOUT)
-        .await
-        .unwrap();
-    assert_every_topic_routable(&client).await;
-    drop(client);
-    broker.shutdown().await;
-    namesrv.shutdown().await;
+    let cluster = Cluster::start_with(
+        |namesrv| namesrv.frame_max_length = FRAME,
+        |broker| {
+            broker.frame_max_length = FRAME;
+            broker.max_message_size = FRAME / 2;
+            assert!(!broker.enable_split_registration, "Java's default: off");
+            with_many_topics(broker);
+        },
+    )
+    .await;
+    assert_every_topic_routable(&cluster.namesrv_client().await).await;
+    cluster.stop().await;
 }

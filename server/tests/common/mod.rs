@@ -21,14 +21,22 @@ pub struct Cluster {
 impl Cluster {
     /// Starts both; `tune` adjusts the broker config (its store lives in a temp dir).
     pub async fn start(tune: impl FnOnce(&mut BrokerConfig)) -> Cluster {
+        Cluster::start_with(|_| {}, tune).await
+    }
+
+    /// [`Cluster::start`], with `tune_namesrv` adjusting the name server's config too.
+    pub async fn start_with(
+        tune_namesrv: impl FnOnce(&mut NamesrvConfig),
+        tune: impl FnOnce(&mut BrokerConfig),
+    ) -> Cluster {
         let dir = tempfile::tempdir().unwrap();
-        let namesrv = NameServer::start(NamesrvConfig {
+        let mut namesrv_config = NamesrvConfig {
             bind_address: "127.0.0.1".parse().unwrap(),
             listen_port: 0,
             ..NamesrvConfig::default()
-        })
-        .await
-        .unwrap();
+        };
+        tune_namesrv(&mut namesrv_config);
+        let namesrv = NameServer::start(namesrv_config).await.unwrap();
         let mut config = BrokerConfig {
             bind_address: "127.0.0.1".parse().unwrap(),
             broker_ip1: Some("127.0.0.1".into()),

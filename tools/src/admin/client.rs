@@ -24,6 +24,22 @@ pub struct Refused {
     pub remark: String,
 }
 
+impl Refused {
+    /// The refusal `addr` answered with: its response code and remark as sent.
+    fn by(addr: &str, response: &RemotingCommand) -> Refused {
+        Refused {
+            addr: addr.to_string(),
+            code: response.code,
+            remark: response
+                .remark
+                .as_deref()
+                .unwrap_or_default()
+                .trim()
+                .to_string(),
+        }
+    }
+}
+
 /// One master broker: its name and address.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Master {
@@ -77,17 +93,7 @@ impl Admin {
         let reply = remoting::decode_reply(request, &response)
             .map_err(|e| anyhow!("unexpected answer from {addr}: {e}"))?;
         match reply {
-            Reply::Error(_) => Err(Refused {
-                addr: addr.to_string(),
-                code: response.code,
-                remark: response
-                    .remark
-                    .as_deref()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string(),
-            }
-            .into()),
+            Reply::Error(_) => Err(Refused::by(addr, &response).into()),
             reply => Ok(reply),
         }
     }
@@ -98,17 +104,7 @@ impl Admin {
         let client = self.connect(addr).await?;
         let response = client.invoke_frame(frame, self.timeout).await?;
         if response.code != response::SUCCESS {
-            return Err(Refused {
-                addr: addr.to_string(),
-                code: response.code,
-                remark: response
-                    .remark
-                    .as_deref()
-                    .unwrap_or_default()
-                    .trim()
-                    .to_string(),
-            }
-            .into());
+            return Err(Refused::by(addr, &response).into());
         }
         Ok(response)
     }
