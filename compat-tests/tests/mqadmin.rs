@@ -3,9 +3,12 @@
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
 //! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have),
 //! `updateSubGroup`, `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and `deleteSubGroup`,
-//! `queryMsgById` with its consumer tracking
-//! (QUERY_TOPIC_CONSUME_BY_WHO). mqadmin exits 0 even when a command fails, so each command's
-//! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
+//! `queryMsgById` with its consumer tracking (QUERY_TOPIC_CONSUME_BY_WHO); with a live producer
+//! and push consumer, `consumerConnection`, `producerConnection`, `consumerStatus` (the broker
+//! asks the consumer), `statsAll`, `resetOffsetByTime` (the consumer consumes again), and the
+//! admin API's system topic list. mqadmin exits 0 even
+//! when a command fails, so each command's output is checked for what Apache 5.3.3 prints, with
+//! addresses, counts and ids normalised. Broker requests go over the VIP channel (port - 2).
 //!
 //! Each JVM runs a batch of commands (`java/tools/MqAdminBatch.java` calls `MQAdminStartup.main`
 //! once per command; it does not exit). Reference run:
@@ -22,7 +25,7 @@ use skiff_compat_tests::suite::unique_id;
 use skiff_compat_tests::target::{FlushDisk, Target};
 
 /// One batch JVM: a few seconds to start plus a few seconds per command.
-const BATCH_TIMEOUT: Duration = Duration::from_secs(180);
+const BATCH_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// The broker name the harness gives both targets.
 const BROKER_NAME: &str = "broker-a";
@@ -45,8 +48,9 @@ fn mqadmin(target: &Target, label: &str, commands: &[Vec<String>]) -> Result<Vec
             run_dir.join("logs").display()
         ))
         .arg("-Drocketmq.client.logLevel=WARN")
-        // mqadmin would send broker requests to the VIP port (listen port - 2).
-        .arg("-Dcom.rocketmq.sendMessageWithVIPChannel=false")
+        // Broker requests (and the batch producer's sends) go to the VIP port, listen port - 2,
+        // as the Dashboard's do by default.
+        .arg("-Dcom.rocketmq.sendMessageWithVIPChannel=true")
         .args(target.client_jvm_args())
         .arg("-cp")
         .arg(&cp)
@@ -423,5 +427,153 @@ fn run(target: &Target) -> Result<()> {
     )?;
     // mqadmin always writes the body to this fixed path too; remove the file it made.
     let _ = fs::remove_file(format!("/tmp/rocketmq/msgbodys/{msg_id}"));
+    live_clients(target, &id)
+}
+
+/// A third JVM with a producer and a push consumer of its own: their connections
+/// (GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST), the consumer's running info (the
+/// broker asks the client: GET_CONSUMER_RUNNING_INFO), the traffic statistics
+/// (VIEW_BROKER_STATS_DATA, sampled every 10 s; hence the sleep), the system topic list and an
+/// offset reset the consumer follows (INVOKE_BROKER_TO_RESET_OFFSET).
+fn live_clients(target: &Target, id: &str) -> Result<()> {
+    let ns = target.namesrv();
+    let topic = format!("mqadmin_live_{id}");
+    let producer_group = format!("mqadmin_pg_{id}");
+    let consumer_group = format!("mqadmin_cg_{id}");
+    let batch = [
+        words(&[
+            "updateTopic",
+            "-n",
+            &ns,
+            "-b",
+            &target.broker(),
+            "-t",
+            &topic,
+        ]),
+        words(&["@producer", &ns, &producer_group, &topic, "5"]),
+        words(&["@consumer", &ns, &consumer_group, &topic, "5"]),
+        words(&["@sleep", "12000"]),
+        words(&["consumerConnection", "-n", &ns, "-g", &consumer_group]),
+        words(&[
+            "producerConnection",
+            "-n",
+            &ns,
+            "-g",
+            &producer_group,
+            "-t",
+            &topic,
+        ]),
+        words(&["consumerStatus", "-n", &ns, "-g", &consumer_group]),
+        words(&["statsAll", "-n", &ns, "-t", &topic]),
+        words(&[
+            "consumerConnection",
+            "-n",
+            &ns,
+            "-g",
+            &format!("{consumer_group}_none"),
+        ]),
+        words(&["@systemTopics", &ns]),
+        words(&[
+            "resetOffsetByTime",
+            "-n",
+            &ns,
+            "-g",
+            &consumer_group,
+            "-t",
+            &topic,
+            "-s",
+            "0",
+        ]),
+        words(&["@consumed", "10"]),
+    ];
+    let out = mqadmin(target, "live", &batch)?;
+    let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
+    expect("updateTopic", &out[0], &["create topic to BROKER success."])?;
+    expect("@producer", &out[1], &["SEND_OK"])?;
+    expect("@consumer", &out[2], &["consumed 5"])?;
+    expect(
+        "consumerConnection",
+        &out[4],
+        &[
+            "#ClientId",
+            "batch-consumer",
+            "JAVA",
+            "V5_3_3",
+            "Below is subscription:",
+            &topic,
+            &format!("%RETRY%{consumer_group}"),
+            "ConsumeType: CONSUME_PASSIVELY",
+            "MessageModel: CLUSTERING",
+            "ConsumeFromWhere: CONSUME_FROM_FIRST_OFFSET",
+        ],
+    )?;
+    expect(
+        "producerConnection",
+        &out[5],
+        &["0001  ", "batch-producer", "JAVA", "V5_3_3"],
+    )?;
+    expect(
+        "consumerStatus",
+        &out[6],
+        &[
+            "#ConsumerRunningInfoFile",
+            "batch-consumer",
+            "Same subscription in the same group of consumer",
+            "Rebalance OK",
+        ],
+    )?;
+    // `#Topic #Consumer Group #Accumulation #InTPS #OutTPS #InMsg24Hour #OutMsg24Hour`: the
+    // last two count what the last minute's samples saw.
+    let row = out[7]
+        .lines()
+        .find(|line| line.contains(&consumer_group))
+        .with_context(|| format!("statsAll: no row for {consumer_group} in:\n{}", out[7]))?;
+    let counts: Vec<&str> = row.split_whitespace().rev().take(2).collect();
+    if counts != ["5", "5"] {
+        bail!("statsAll: expected 5 messages in and 5 out in:\n{}", out[7]);
+    }
+    // A group without members: CONSUMER_NOT_ONLINE (206) and Java's remark.
+    for e in [
+        "CODE: 206".to_string(),
+        format!("the consumer group[{consumer_group}_none] not online"),
+    ] {
+        if !out[8].contains(&e) {
+            bail!(
+                "consumerConnection of an unknown group: expected {e:?} in:\n{}",
+                out[8]
+            );
+        }
+    }
+    // GET_SYSTEM_TOPIC_LIST_FROM_NS (cluster and broker names), then FROM_BROKER.
+    expect(
+        "getSystemTopicList",
+        &out[9],
+        &[
+            "system topic DefaultCluster\n",
+            &format!("system topic {BROKER_NAME}\n"),
+            "system topic SCHEDULE_TOPIC_XXXX\n",
+            "system topic TBW102\n",
+            "system topic RMQ_SYS_TRANS_HALF_TOPIC\n",
+        ],
+    )?;
+    // INVOKE_BROKER_TO_RESET_OFFSET, server-side (Java 5's default): every queue to offset 0,
+    // and the live consumer, told by its next pull, consumes the 5 messages again.
+    expect(
+        "resetOffsetByTime",
+        &out[10],
+        &["#brokerName", "#queueId", "#offset", BROKER_NAME],
+    )?;
+    let offsets: Vec<&str> = out[10]
+        .lines()
+        .filter(|line| line.starts_with(BROKER_NAME))
+        .filter_map(|line| line.split_whitespace().nth(2))
+        .collect();
+    if offsets.is_empty() || offsets.iter().any(|o| *o != "0") {
+        bail!(
+            "resetOffsetByTime: expected offset 0 per queue in:\n{}",
+            out[10]
+        );
+    }
+    expect("consumed again after the reset", &out[11], &["consumed 10"])?;
     Ok(())
 }

@@ -1,10 +1,16 @@
 //! Operator requests beyond topics and groups (the ones `mqadmin` sends): the name server's
 //! key-value configuration, write-permission switches for a broker's routes, and broker
-//! introspection (who consumes a topic, replication status).
+//! introspection (who consumes a topic, replication status, who is connected, traffic statistics,
+//! a consumer's own running state).
 
 use std::collections::BTreeMap;
 
-use crate::consumer::SubscriptionGroupConfig;
+use bytes::Bytes;
+
+use crate::consumer::{
+    ConsumeFromWhere, ConsumeType, MessageModel, MessageQueue, SubscriptionData,
+    SubscriptionGroupConfig,
+};
 use crate::route::DataVersion;
 
 /// An administration request. Name-server ones are marked; the rest go to a broker.
@@ -38,10 +44,39 @@ pub enum AdminCommand {
     /// Broker: forget a subscription group's settings, and its committed offsets when
     /// `clean_offset` (a missing group is not an error, as in Java).
     DeleteSubscriptionGroup { group: String, clean_offset: bool },
+    /// Broker: the live connections of a consumer group and what they subscribe to.
+    ConsumerConnections { group: String },
+    /// Broker: the live connections of a producer group.
+    ProducerConnections { group: String },
+    /// Name server: the system topics (cluster and broker names), and a broker to ask for its own.
+    SystemTopicsFromNamesrv,
+    /// Broker: the system topics it knows (`TopicValidator.getSystemTopicSet`).
+    SystemTopicsFromBroker,
+    /// Broker: ask the consumer `client_id` of `group` for its running state
+    /// (`ConsumerRunningInfo`); the client's answer is relayed as it is.
+    ConsumerRunningInfo {
+        group: String,
+        client_id: String,
+        jstack: bool,
+    },
+    /// Broker: move `group`'s committed offsets on `topic` (INVOKE_BROKER_TO_RESET_OFFSET, the
+    /// server-side reset of Java 5: consumers learn it on their next pull). Every queue (`queue_id`
+    /// -1) to the first message stored at or after `timestamp` (-1: the end), or one queue to
+    /// `offset` when given.
+    ResetOffset {
+        topic: String,
+        group: String,
+        timestamp: i64,
+        queue_id: i32,
+        offset: Option<i64>,
+    },
+    /// Broker: one traffic statistic (`BrokerStatsManager`), e.g. `TOPIC_PUT_NUMS` of a topic
+    /// or `GROUP_GET_NUMS` of `topic@group`.
+    StatsData { name: String, key: String },
 }
 
 /// An answer to an [`AdminCommand`].
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum AdminReply {
     /// A key-value config value.
     KvValue(String),
@@ -66,6 +101,67 @@ pub enum AdminReply {
         groups: BTreeMap<String, SubscriptionGroupConfig>,
         data_version: DataVersion,
     },
+    ConsumerConnections(ConsumerConnections),
+    /// A producer group's live connections.
+    ProducerConnections(Vec<ClientConnection>),
+    /// System topic names, and (from a name server) a broker that lists its own.
+    SystemTopics {
+        topics: Vec<String>,
+        broker_addr: Option<String>,
+    },
+    /// A client's answer to a request the broker passed on to it, returned to the asker as it is.
+    FromClient(ClientAnswer),
+    StatsData(StatsData),
+    /// The offsets a [`AdminCommand::ResetOffset`] set, by queue.
+    ResetOffsets(Vec<(MessageQueue, i64)>),
+}
+
+/// One client connection as its heartbeats described it (`Connection`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConnection {
+    pub client_id: String,
+    /// `ip:port` of the client's end.
+    pub client_addr: String,
+    /// The client's implementation language, by Java's name (`JAVA`, `GO`, ...).
+    pub language: String,
+    /// The client's version number (`MQVersion.Version` ordinal).
+    pub version: i32,
+}
+
+/// A live consumer group (`ConsumerConnection`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerConnections {
+    pub connections: Vec<ClientConnection>,
+    /// By topic.
+    pub subscriptions: BTreeMap<String, SubscriptionData>,
+    pub consume_type: ConsumeType,
+    pub message_model: MessageModel,
+    pub consume_from_where: ConsumeFromWhere,
+}
+
+/// What a client answered (its response code, remark and body, untouched).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientAnswer {
+    pub code: i32,
+    pub remark: Option<String>,
+    pub body: Bytes,
+}
+
+/// A statistic over the last minute, hour and day (`BrokerStatsData`).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StatsData {
+    pub minute: StatsWindow,
+    pub hour: StatsWindow,
+    pub day: StatsWindow,
+}
+
+/// What was counted in one window (`BrokerStatsItem`): the total, per second, and the mean
+/// amount per event (bytes per message for sizes, messages per call for counts).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StatsWindow {
+    pub sum: i64,
+    pub tps: f64,
+    pub avgpt: f64,
 }
 
 /// `HARuntimeInfo` of a master (Skiff does not replicate yet: a master without slaves).

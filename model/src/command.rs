@@ -289,6 +289,8 @@ pub enum ErrorKind {
     NoMessage,
     /// A long-polling request arrived too late to be held.
     PollingTimeout,
+    /// A client asked on an operator's behalf did not answer in time.
+    ConsumeMessageTimeout,
 }
 
 /// A failed request: what kind of failure, and a sentence for the user.

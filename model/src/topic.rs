@@ -99,6 +99,11 @@ pub fn is_not_allowed_send_topic(topic: &str) -> bool {
     NOT_ALLOWED_SEND.contains(&topic)
 }
 
+/// The fixed system topics (`TopicValidator.SYSTEM_TOPIC_SET` before a broker adds its own).
+pub fn system_topic_set() -> &'static [&'static str] {
+    SYSTEM_TOPICS
+}
+
 /// Whether `topic` belongs to the broker rather than to users.
 pub fn is_system_topic(topic: &str) -> bool {
     SYSTEM_TOPICS.contains(&topic) || topic.starts_with(SYSTEM_TOPIC_PREFIX)

@@ -29,12 +29,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
+use parking_lot::Mutex;
 use skiff_model::command::ErrorKind;
 use skiff_model::command::{Reply, Request};
-use skiff_protocol::remoting::{self, RemotingCodec, RemotingCommand};
+use skiff_protocol::remoting::{self, LanguageCode, RemotingCodec, RemotingCommand};
+use std::collections::HashMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
-use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
 use tokio_util::codec::{FramedRead, FramedWrite};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -89,6 +91,10 @@ pub enum Handled {
 #[derive(Clone)]
 pub struct RequestContext {
     pub channel: ClientChannel,
+    /// The implementation language the request's header names.
+    pub language: LanguageCode,
+    /// The client version the request's header names (`MQVersion` ordinal).
+    pub version: i32,
 }
 
 /// Something that answers requests: the name server or the broker.
@@ -127,6 +133,17 @@ struct ChannelInner {
     outbound: mpsc::Sender<RemotingCommand>,
     next_opaque: AtomicI32,
     closed: CancellationToken,
+    /// Requests sent to the client that wait for its response, by opaque.
+    awaiting: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
+}
+
+/// Why a request to a client got no response.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientRequestError {
+    #[error("the connection to {0} is closed")]
+    Closed(SocketAddr),
+    #[error("{0} did not answer within {1:?}")]
+    Timeout(SocketAddr, Duration),
 }
 
 /// One client connection, as handlers see it: an identity and a way to write to it.
@@ -152,6 +169,37 @@ impl ClientChannel {
         if self.0.outbound.try_send(frame).is_err() {
             debug!(peer = %self.0.peer, "dropping a oneway request: connection busy or closed");
         }
+    }
+
+    /// Sends a request and waits up to `timeout` for the client's response (as Java's
+    /// `Broker2Client.callClient`). The response comes back through the connection's reader.
+    pub async fn request(
+        &self,
+        request: &Request,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, ClientRequestError> {
+        let opaque = self.0.next_opaque.fetch_add(1, Ordering::Relaxed);
+        let frame = remoting::encode_request(request, opaque, false);
+        let (tx, rx) = oneshot::channel();
+        self.0.awaiting.lock().insert(opaque, tx);
+        let answered = async {
+            if self.0.outbound.send(frame).await.is_err() {
+                return Err(ClientRequestError::Closed(self.0.peer));
+            }
+            rx.await
+                .map_err(|_| ClientRequestError::Closed(self.0.peer))
+        };
+        let result = tokio::time::timeout(timeout, answered)
+            .await
+            .unwrap_or(Err(ClientRequestError::Timeout(self.0.peer, timeout)));
+        self.0.awaiting.lock().remove(&opaque);
+        result
+    }
+
+    /// Hands a response to the request waiting for it; false if none waits (it timed out).
+    fn deliver_response(&self, response: RemotingCommand) -> bool {
+        let waiting = self.0.awaiting.lock().remove(&response.opaque);
+        waiting.is_some_and(|tx| tx.send(response).is_ok())
     }
 
     /// Closes the connection (for example after the client stopped heartbeating).
@@ -201,6 +249,7 @@ impl ClientChannel {
             outbound: tx,
             next_opaque: AtomicI32::new(1),
             closed: CancellationToken::new(),
+            awaiting: Mutex::default(),
         }));
         (channel, rx)
     }
@@ -318,6 +367,7 @@ async fn serve_connection<S, R, W>(
         outbound: tx,
         next_opaque: AtomicI32::new(1),
         closed: closed.clone(),
+        awaiting: Mutex::default(),
     }));
     debug!(?channel, "connection opened");
     service.on_connect(&channel);
@@ -331,9 +381,6 @@ async fn serve_connection<S, R, W>(
         closed.clone(),
         activity.clone(),
     ));
-    let ctx = RequestContext {
-        channel: channel.clone(),
-    };
     let in_flight = InFlight {
         tasks: TaskTracker::new(),
         permits: Arc::new(Semaphore::new(limits.max_in_flight)),
@@ -357,6 +404,11 @@ async fn serve_connection<S, R, W>(
         match frame {
             Some(Ok(command)) => {
                 activity.touch();
+                let ctx = RequestContext {
+                    channel: channel.clone(),
+                    language: command.language,
+                    version: command.version,
+                };
                 dispatch(&service, &ctx, &in_flight, command).await
             }
             Some(Err(err)) => {
@@ -373,8 +425,9 @@ async fn serve_connection<S, R, W>(
     }
     // Whatever is still in progress (held pulls) is dropped now, not at its timeout.
     closed.cancel();
+    // Requests waiting for this client's responses learn now that none will come.
+    channel.0.awaiting.lock().clear();
     service.on_disconnect(&channel);
-    drop(ctx);
     drop(channel);
     let _ = writer.await;
     debug!(%peer, "connection closed");
@@ -394,8 +447,10 @@ async fn dispatch<S: Service>(
     command: RemotingCommand,
 ) {
     if command.is_response() {
-        // Server-initiated requests are all oneway today, so no response is expected.
-        debug!(peer = %ctx.channel.peer(), code = command.code, "ignoring an unexpected response");
+        let (code, opaque) = (command.code, command.opaque);
+        if !ctx.channel.deliver_response(command) {
+            debug!(peer = %ctx.channel.peer(), code, opaque, "ignoring a response nobody waits for");
+        }
         return;
     }
     // Refused before it runs, so a refused send was not stored.
@@ -508,4 +563,64 @@ async fn write_frames<W: AsyncWrite + Unpin>(
         }
     }
     let _ = sink.flush().await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skiff_model::admin::AdminCommand;
+
+    fn running_info_request() -> Request {
+        Request::Admin(AdminCommand::ConsumerRunningInfo {
+            group: "g".into(),
+            client_id: "c".into(),
+            jstack: false,
+        })
+    }
+
+    #[tokio::test]
+    async fn a_request_to_a_client_gets_the_response_with_its_opaque() {
+        let (channel, mut sent) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
+        let asking = {
+            let channel = channel.clone();
+            tokio::spawn(async move {
+                channel
+                    .request(&running_info_request(), Duration::from_secs(5))
+                    .await
+            })
+        };
+        let request = sent.recv().await.unwrap();
+        assert!(!request.is_response() && !request.is_oneway());
+        assert_eq!(request.ext("clientId"), Some("c"));
+        // A response nobody asked for is ignored.
+        assert!(!channel.deliver_response(RemotingCommand::response(0, request.opaque + 100)));
+        let mut response = RemotingCommand::response(0, request.opaque);
+        response.remark = Some("running".into());
+        assert!(channel.deliver_response(response));
+        let answer = asking.await.unwrap().unwrap();
+        assert_eq!(answer.remark.as_deref(), Some("running"));
+        assert!(channel.0.awaiting.lock().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_silent_client_times_out_and_a_closed_one_fails_at_once() {
+        let (channel, _sent) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
+        let err = channel
+            .request(&running_info_request(), Duration::from_millis(20))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ClientRequestError::Timeout(..)), "{err}");
+        assert!(
+            channel.0.awaiting.lock().is_empty(),
+            "the waiter is removed"
+        );
+
+        let (channel, sent) = ClientChannel::detached("127.0.0.1:2".parse().unwrap());
+        drop(sent);
+        let err = channel
+            .request(&running_info_request(), Duration::from_secs(5))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ClientRequestError::Closed(..)), "{err}");
+    }
 }

@@ -209,3 +209,44 @@ async fn stalled_partial_frames_do_not_stop_the_broker() {
     drop(peers);
     cluster.stop().await;
 }
+
+/// A loopback port `p` with `p - 2` free too (for the VIP channel).
+fn free_port_pair() -> u16 {
+    for _ in 0..50 {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        if port > 2 && std::net::TcpListener::bind(("127.0.0.1", port - 2)).is_ok() {
+            return port;
+        }
+    }
+    panic!("no free pair of loopback ports");
+}
+
+/// Java's broker also listens on the listen port - 2 (the "VIP channel" that admin tools and the
+/// Dashboard use by default); it serves the same requests over the same state.
+#[tokio::test]
+async fn the_vip_channel_serves_the_same_requests() {
+    let port = free_port_pair();
+    let cluster = Cluster::start(|c| c.listen_port = port).await;
+    let vip = cluster.broker.vip_addr().expect("the VIP channel is open");
+    assert_eq!(vip.port(), port - 2);
+    let over_vip = RemotingClient::connect(&vip.to_string(), TIMEOUT)
+        .await
+        .unwrap();
+    create_topic(&over_vip, "vip_topic").await;
+    let main = cluster.broker_client().await;
+    let found = main
+        .invoke(
+            &Request::GetTopicConfig {
+                topic: "vip_topic".into(),
+            },
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&found, Reply::TopicConfig(c) if c.topic_name == "vip_topic"),
+        "{found:?}"
+    );
+    cluster.stop().await;
+}

@@ -2,12 +2,36 @@
 // the first argument is one command, its words separated by tabs. MQAdminStartup.main prints
 // and swallows a command's exception and does not exit, so it can be called once per line.
 // Each command's output (stderr too, where stack traces go) sits between marker lines.
+//
+// Lines starting with @ set up clients in this JVM for the commands after them to look at
+// (connections, running info, traffic statistics); they stay up until the JVM exits:
+//   @producer <namesrv> <group> <topic> <count>  start a producer, send <count> messages
+//   @consumer <namesrv> <group> <topic> <count>  start a push consumer from the first offset and
+//                                                wait (60 s at most) until it consumed <count>
+//   @consumed <count>                            wait (90 s at most) until the consumer above has
+//                                                consumed <count> in all (after an offset reset)
+//   @systemTopics <namesrv>                      print the admin API's getSystemTopicList (the
+//                                                Dashboard's topic list asks for it)
+//   @sleep <ms>
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.List;
+import java.util.TreeSet;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 public class MqAdminBatch {
+    /// What the @consumer's listener has consumed.
+    private static final AtomicInteger CONSUMED = new AtomicInteger();
+
     public static void main(String[] args) throws Exception {
         List<String> lines = Files.readAllLines(Paths.get(args[0]), StandardCharsets.UTF_8);
         System.setErr(System.out);
@@ -18,7 +42,11 @@ public class MqAdminBatch {
             String[] words = line.split("\t");
             System.out.println("##### BEGIN " + String.join(" ", words));
             try {
-                org.apache.rocketmq.tools.command.MQAdminStartup.main(words);
+                if (words[0].startsWith("@")) {
+                    directive(words);
+                } else {
+                    org.apache.rocketmq.tools.command.MQAdminStartup.main(words);
+                }
             } catch (Throwable t) {
                 t.printStackTrace(System.out);
             }
@@ -27,5 +55,68 @@ public class MqAdminBatch {
             System.out.flush();
         }
         System.exit(0);
+    }
+
+    private static void awaitConsumed(int count, long timeoutMillis) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + timeoutMillis;
+        while (CONSUMED.get() < count && System.currentTimeMillis() < deadline) {
+            Thread.sleep(100);
+        }
+        System.out.println("consumed " + CONSUMED.get());
+    }
+
+    private static void directive(String[] words) throws Exception {
+        switch (words[0]) {
+            case "@producer": {
+                DefaultMQProducer producer = new DefaultMQProducer(words[2]);
+                producer.setNamesrvAddr(words[1]);
+                producer.setInstanceName("batch-producer");
+                producer.start();
+                int count = Integer.parseInt(words[4]);
+                for (int i = 0; i < count; i++) {
+                    Message msg = new Message(words[3], "TagA", ("batch " + i).getBytes(StandardCharsets.UTF_8));
+                    System.out.println(producer.send(msg).getSendStatus());
+                }
+                // Producers heartbeat every 30 s; the broker should know this one now.
+                producer.getDefaultMQProducerImpl().getMqClientFactory().sendHeartbeatToAllBrokerWithLock();
+                break;
+            }
+            case "@consumer": {
+                DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(words[2]);
+                consumer.setNamesrvAddr(words[1]);
+                consumer.setInstanceName("batch-consumer");
+                consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+                consumer.subscribe(words[3], "*");
+                consumer.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+                    CONSUMED.addAndGet(msgs.size());
+                    return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+                });
+                consumer.start();
+                awaitConsumed(Integer.parseInt(words[4]), 60_000);
+                break;
+            }
+            case "@consumed":
+                awaitConsumed(Integer.parseInt(words[1]), 90_000);
+                break;
+            case "@systemTopics": {
+                DefaultMQAdminExt admin = new DefaultMQAdminExt();
+                admin.setNamesrvAddr(words[1]);
+                admin.setInstanceName("batch-admin");
+                admin.start();
+                try {
+                    for (String topic : new TreeSet<>(admin.getSystemTopicList().getTopicList())) {
+                        System.out.println("system topic " + topic);
+                    }
+                } finally {
+                    admin.shutdown();
+                }
+                break;
+            }
+            case "@sleep":
+                Thread.sleep(Long.parseLong(words[1]));
+                break;
+            default:
+                throw new IllegalArgumentException("unknown directive " + words[0]);
+        }
     }
 }

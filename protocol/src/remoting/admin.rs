@@ -1,15 +1,21 @@
 //! Operator codes ⇄ [`AdminCommand`] / [`AdminReply`]: the name server's KV config
 //! (PUT_/GET_/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE), WIPE_/ADD_WRITE_PERM_OF_BROKER,
-//! QUERY_TOPIC_CONSUME_BY_WHO and GET_BROKER_HA_STATUS, with the header and body names of Java's
+//! QUERY_TOPIC_CONSUME_BY_WHO and GET_BROKER_HA_STATUS, the connection lists, system topic lists,
+//! GET_CONSUMER_RUNNING_INFO and VIEW_BROKER_STATS_DATA, with the header and body names of Java's
 //! `PutKVConfigRequestHeader`, `WipeWritePermOfBrokerResponseHeader`, `GroupList`,
-//! `HARuntimeInfo`, ...
+//! `HARuntimeInfo`, `ConsumerConnection`, `BrokerStatsData`, ...
 
 use serde::Serialize;
-use skiff_model::admin::{AdminCommand, AdminReply, HaStatus};
+use skiff_model::admin::{
+    AdminCommand, AdminReply, ClientConnection, ConsumerConnections, HaStatus, StatsData,
+    StatsWindow,
+};
 use std::collections::BTreeMap;
 
 use skiff_model::command::ErrorReply;
-use skiff_model::consumer::SubscriptionGroupConfig;
+use skiff_model::consumer::{
+    ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData, SubscriptionGroupConfig,
+};
 use skiff_model::route::DataVersion;
 
 use super::body::{to_json, KvTable};
@@ -33,6 +39,13 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::GET_NAMESRV_CONFIG
             | code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG
             | code::DELETE_SUBSCRIPTIONGROUP
+            | code::GET_CONSUMER_CONNECTION_LIST
+            | code::GET_PRODUCER_CONNECTION_LIST
+            | code::GET_SYSTEM_TOPIC_LIST_FROM_NS
+            | code::GET_SYSTEM_TOPIC_LIST_FROM_BROKER
+            | code::GET_CONSUMER_RUNNING_INFO
+            | code::VIEW_BROKER_STATS_DATA
+            | code::INVOKE_BROKER_TO_RESET_OFFSET
     )
 }
 
@@ -74,6 +87,32 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
             group: f.string("groupName")?,
             clean_offset: f.opt_bool("cleanOffset") == Some(true),
         },
+        code::GET_CONSUMER_CONNECTION_LIST => AdminCommand::ConsumerConnections {
+            group: f.string("consumerGroup")?,
+        },
+        code::GET_PRODUCER_CONNECTION_LIST => AdminCommand::ProducerConnections {
+            group: f.string("producerGroup")?,
+        },
+        code::GET_SYSTEM_TOPIC_LIST_FROM_NS => AdminCommand::SystemTopicsFromNamesrv,
+        code::GET_SYSTEM_TOPIC_LIST_FROM_BROKER => AdminCommand::SystemTopicsFromBroker,
+        code::GET_CONSUMER_RUNNING_INFO => AdminCommand::ConsumerRunningInfo {
+            group: f.string("consumerGroup")?,
+            client_id: f.string("clientId")?,
+            jstack: f.opt_bool("jstackEnable") == Some(true),
+        },
+        // `ResetOffsetRequestHeader`: `queueId` defaults to -1 and `offset` to null; `isForce`
+        // only matters to the client-side reset Skiff does not do.
+        code::INVOKE_BROKER_TO_RESET_OFFSET => AdminCommand::ResetOffset {
+            topic: f.string("topic")?,
+            group: f.string("group")?,
+            timestamp: f.num("timestamp")?,
+            queue_id: f.opt_num("queueId")?.unwrap_or(-1),
+            offset: f.opt_num("offset")?,
+        },
+        code::VIEW_BROKER_STATS_DATA => AdminCommand::StatsData {
+            name: f.string("statsName")?,
+            key: f.string("statsKey")?,
+        },
         other => unreachable!("is_admin_code admitted {other}"),
     })
 }
@@ -94,6 +133,13 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::GetNamesrvConfig => code::GET_NAMESRV_CONFIG,
         AdminCommand::GetAllSubscriptionGroups => code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
         AdminCommand::DeleteSubscriptionGroup { .. } => code::DELETE_SUBSCRIPTIONGROUP,
+        AdminCommand::ConsumerConnections { .. } => code::GET_CONSUMER_CONNECTION_LIST,
+        AdminCommand::ProducerConnections { .. } => code::GET_PRODUCER_CONNECTION_LIST,
+        AdminCommand::SystemTopicsFromNamesrv => code::GET_SYSTEM_TOPIC_LIST_FROM_NS,
+        AdminCommand::SystemTopicsFromBroker => code::GET_SYSTEM_TOPIC_LIST_FROM_BROKER,
+        AdminCommand::ConsumerRunningInfo { .. } => code::GET_CONSUMER_RUNNING_INFO,
+        AdminCommand::StatsData { .. } => code::VIEW_BROKER_STATS_DATA,
+        AdminCommand::ResetOffset { .. } => code::INVOKE_BROKER_TO_RESET_OFFSET,
     }
 }
 
@@ -129,10 +175,47 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         } => {
             out.put("groupName", group).put("cleanOffset", clean_offset);
         }
+        AdminCommand::ConsumerConnections { group } => {
+            out.put("consumerGroup", group);
+        }
+        AdminCommand::ProducerConnections { group } => {
+            out.put("producerGroup", group);
+        }
+        // What the broker passes on to the consumer: Java forwards the admin's own fields.
+        AdminCommand::ConsumerRunningInfo {
+            group,
+            client_id,
+            jstack,
+        } => {
+            out.put("consumerGroup", group)
+                .put("clientId", client_id)
+                .put("jstackEnable", jstack);
+        }
+        AdminCommand::StatsData { name, key } => {
+            out.put("statsName", name).put("statsKey", key);
+        }
+        AdminCommand::ResetOffset {
+            topic,
+            group,
+            timestamp,
+            queue_id,
+            offset,
+        } => {
+            out.put("topic", topic)
+                .put("group", group)
+                .put("timestamp", timestamp)
+                .put("isForce", true)
+                .put("queueId", queue_id);
+            if let Some(offset) = offset {
+                out.put("offset", offset);
+            }
+        }
         AdminCommand::HaStatus
         | AdminCommand::GetBrokerConfig
         | AdminCommand::GetNamesrvConfig
-        | AdminCommand::GetAllSubscriptionGroups => {}
+        | AdminCommand::GetAllSubscriptionGroups
+        | AdminCommand::SystemTopicsFromNamesrv
+        | AdminCommand::SystemTopicsFromBroker => {}
     }
 }
 
@@ -173,8 +256,131 @@ struct HaClientRuntimeInfo {
     transferred_byte_in_second: i64,
 }
 
+/// `Connection` (fastjson's alphabetical order).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Connection<'a> {
+    client_addr: &'a str,
+    client_id: &'a str,
+    language: &'a str,
+    version: i32,
+}
+
+fn connections(list: &[ClientConnection]) -> Vec<Connection<'_>> {
+    list.iter()
+        .map(|c| Connection {
+            client_addr: &c.client_addr,
+            client_id: &c.client_id,
+            language: &c.language,
+            version: c.version,
+        })
+        .collect()
+}
+
+/// `ConsumerConnection`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConsumerConnection<'a> {
+    connection_set: Vec<Connection<'a>>,
+    consume_from_where: ConsumeFromWhere,
+    consume_type: ConsumeType,
+    message_model: MessageModel,
+    subscription_table: &'a BTreeMap<String, SubscriptionData>,
+}
+
+/// `ProducerConnection`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProducerConnection<'a> {
+    connection_set: Vec<Connection<'a>>,
+}
+
+/// `TopicList` with its `brokerAddr` (left out when null, as fastjson does).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SystemTopicList<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    broker_addr: Option<&'a str>,
+    topic_list: &'a [String],
+}
+
+/// `BrokerStatsData`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BrokerStatsData {
+    stats_day: BrokerStatsItem,
+    stats_hour: BrokerStatsItem,
+    stats_minute: BrokerStatsItem,
+}
+
+/// `BrokerStatsItem`.
+#[derive(Serialize)]
+struct BrokerStatsItem {
+    avgpt: f64,
+    sum: i64,
+    tps: f64,
+}
+
+impl From<StatsWindow> for BrokerStatsItem {
+    fn from(w: StatsWindow) -> Self {
+        BrokerStatsItem {
+            avgpt: w.avgpt,
+            sum: w.sum,
+            tps: w.tps,
+        }
+    }
+}
+
 pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
     match reply {
+        AdminReply::ConsumerConnections(ConsumerConnections {
+            connections: list,
+            subscriptions,
+            consume_type,
+            message_model,
+            consume_from_where,
+        }) => {
+            let body = ConsumerConnection {
+                connection_set: connections(&list),
+                consume_from_where,
+                consume_type,
+                message_model,
+                subscription_table: &subscriptions,
+            };
+            cmd.body = Body::from(to_json(&body).into_bytes());
+        }
+        AdminReply::ProducerConnections(list) => {
+            let body = ProducerConnection {
+                connection_set: connections(&list),
+            };
+            cmd.body = Body::from(to_json(&body).into_bytes());
+        }
+        AdminReply::SystemTopics {
+            topics,
+            broker_addr,
+        } => {
+            let body = SystemTopicList {
+                broker_addr: broker_addr.as_deref(),
+                topic_list: &topics,
+            };
+            cmd.body = Body::from(to_json(&body).into_bytes());
+        }
+        AdminReply::FromClient(answer) => {
+            cmd.code = answer.code;
+            cmd.remark = answer.remark;
+            cmd.body = Body::from(answer.body);
+        }
+        AdminReply::ResetOffsets(offsets) => {
+            cmd.body = Body::from(super::body::reset_offset_json(&offsets).into_bytes());
+        }
+        AdminReply::StatsData(StatsData { minute, hour, day }) => {
+            let body = BrokerStatsData {
+                stats_day: day.into(),
+                stats_hour: hour.into(),
+                stats_minute: minute.into(),
+            };
+            cmd.body = Body::from(to_json(&body).into_bytes());
+        }
         AdminReply::KvValue(value) => cmd.set_ext("value", value),
         AdminReply::KvList(table) => {
             cmd.body = Body::from(to_json(&KvTable { table }).into_bytes());

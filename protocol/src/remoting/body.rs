@@ -199,6 +199,18 @@ pub(super) fn topic_stats_json(stats: &TopicStatsTable) -> String {
     })
 }
 
+/// `ResetOffsetBody` as Java writes it.
+pub(super) fn reset_offset_json(offsets: &[(MessageQueue, i64)]) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Wire<'a> {
+        offset_table: QueueMap<'a, i64>,
+    }
+    to_json(&Wire {
+        offset_table: QueueMap(offsets),
+    })
+}
+
 /// `ConsumeStats` as Java writes it.
 pub(super) fn consume_stats_json(stats: &ConsumeStats) -> String {
     #[derive(Serialize)]

@@ -61,6 +61,13 @@ pub mod request {
     pub const GET_NAMESRV_CONFIG: i32 = 319;
     pub const GET_ALL_SUBSCRIPTIONGROUP_CONFIG: i32 = 201;
     pub const DELETE_SUBSCRIPTIONGROUP: i32 = 207;
+    pub const GET_CONSUMER_CONNECTION_LIST: i32 = 203;
+    pub const GET_PRODUCER_CONNECTION_LIST: i32 = 204;
+    pub const GET_SYSTEM_TOPIC_LIST_FROM_NS: i32 = 304;
+    pub const GET_SYSTEM_TOPIC_LIST_FROM_BROKER: i32 = 305;
+    pub const GET_CONSUMER_RUNNING_INFO: i32 = 307;
+    pub const VIEW_BROKER_STATS_DATA: i32 = 315;
+    pub const INVOKE_BROKER_TO_RESET_OFFSET: i32 = 222;
 }
 
 /// Response codes.
@@ -89,6 +96,7 @@ pub mod response {
     pub const FILTER_DATA_NOT_EXIST: i32 = 27;
     pub const INVALID_PARAMETER: i32 = 29;
     pub const CONSUMER_NOT_ONLINE: i32 = 206;
+    pub const CONSUME_MSG_TIMEOUT: i32 = 207;
     pub const FLOW_CONTROL: i32 = 215;
     pub const ILLEGAL_OPERATION: i32 = 604;
     pub const NO_MESSAGE: i32 = 208;
@@ -96,7 +104,7 @@ pub mod response {
     pub const POLLING_TIMEOUT: i32 = 210;
 }
 
-const ERRORS: [(ErrorKind, i32); 21] = [
+const ERRORS: [(ErrorKind, i32); 22] = [
     (ErrorKind::SystemError, response::SYSTEM_ERROR),
     (ErrorKind::SystemBusy, response::SYSTEM_BUSY),
     (
@@ -142,6 +150,10 @@ const ERRORS: [(ErrorKind, i32); 21] = [
     (ErrorKind::IllegalOperation, response::ILLEGAL_OPERATION),
     (ErrorKind::NoMessage, response::NO_MESSAGE),
     (ErrorKind::PollingTimeout, response::POLLING_TIMEOUT),
+    (
+        ErrorKind::ConsumeMessageTimeout,
+        response::CONSUME_MSG_TIMEOUT,
+    ),
 ];
 
 /// The response code Java uses for `kind`.

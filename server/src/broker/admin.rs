@@ -111,6 +111,7 @@ pub(super) fn delete_topic(state: &Arc<BrokerState>, name: &str) -> Handled {
     }
     state.topics.remove(name);
     state.offsets.remove_topic(name);
+    state.traffic.remove_topic(name);
     let state = state.clone();
     let name = name.to_string();
     Handled::Later(Box::pin(async move {

@@ -13,6 +13,7 @@ use skiff_model::topic;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info};
 
+use super::consumers::Heartbeater;
 use super::BrokerState;
 use crate::net::RequestContext;
 
@@ -24,8 +25,14 @@ pub(super) fn heartbeat(
     ctx: &RequestContext,
     heartbeat: HeartbeatData,
 ) -> Reply {
+    let from = Heartbeater {
+        channel: &ctx.channel,
+        client_id: &heartbeat.client_id,
+        language: ctx.language.name(),
+        version: ctx.version,
+    };
     for producer in &heartbeat.producer_data_set {
-        state.producers.register(&ctx.channel, &producer.group_name);
+        state.producers.register(&from, &producer.group_name);
     }
     for consumer in &heartbeat.consumer_data_set {
         let group_config = state.groups.find_or_create(&consumer.group_name);
@@ -40,9 +47,7 @@ pub(super) fn heartbeat(
                 perm::READ | perm::WRITE,
             );
         }
-        let joined = state
-            .consumers
-            .register(&ctx.channel, &heartbeat.client_id, consumer);
+        let joined = state.consumers.register(&from, consumer);
         if joined {
             info!(group = %consumer.group_name, client = %heartbeat.client_id,
                   model = ?consumer.message_model, "consumer joined");

@@ -9,21 +9,48 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use skiff_model::consumer::{ConsumeType, ConsumerData, SubscriptionData};
+use skiff_model::admin::{ClientConnection, ConsumerConnections};
+use skiff_model::consumer::{
+    ConsumeFromWhere, ConsumeType, ConsumerData, MessageModel, SubscriptionData,
+};
 
 use crate::net::ClientChannel;
+
+/// Who a heartbeat came from: its client id and what its header said of the client.
+pub struct Heartbeater<'a> {
+    pub channel: &'a ClientChannel,
+    pub client_id: &'a str,
+    pub language: &'static str,
+    pub version: i32,
+}
 
 struct Member {
     channel: ClientChannel,
     client_id: String,
+    language: &'static str,
+    version: i32,
     last_heartbeat: Instant,
+}
+
+impl Member {
+    fn connection(&self) -> ClientConnection {
+        ClientConnection {
+            client_id: self.client_id.clone(),
+            client_addr: self.channel.peer().to_string(),
+            language: self.language.to_string(),
+            version: self.version,
+        }
+    }
 }
 
 struct ConsumerGroupInfo {
     members: HashMap<u64, Member>,
     subscriptions: HashMap<String, SubscriptionData>,
-    /// As the latest heartbeat said (Java keeps the group's `consumeType` the same way).
+    /// As the latest heartbeat said (Java keeps the group's `consumeType`, `messageModel` and
+    /// `consumeFromWhere` the same way).
     consume_type: ConsumeType,
+    message_model: MessageModel,
+    consume_from_where: ConsumeFromWhere,
 }
 
 /// A live group as metrics see it.
@@ -41,7 +68,7 @@ pub struct ConsumerManager {
 
 impl ConsumerManager {
     /// Records a consumer's heartbeat; returns whether the group gained a member.
-    pub fn register(&self, channel: &ClientChannel, client_id: &str, data: &ConsumerData) -> bool {
+    pub fn register(&self, from: &Heartbeater, data: &ConsumerData) -> bool {
         let mut groups = self.groups.write();
         let group = groups
             .entry(data.group_name.clone())
@@ -49,20 +76,28 @@ impl ConsumerManager {
                 members: HashMap::new(),
                 subscriptions: HashMap::new(),
                 consume_type: data.consume_type,
+                message_model: data.message_model,
+                consume_from_where: data.consume_from_where,
             });
         group.consume_type = data.consume_type;
-        let joined = match group.members.get_mut(&channel.id()) {
+        group.message_model = data.message_model;
+        group.consume_from_where = data.consume_from_where;
+        let joined = match group.members.get_mut(&from.channel.id()) {
             Some(member) => {
                 member.last_heartbeat = Instant::now();
-                member.client_id = client_id.to_string();
+                member.client_id = from.client_id.to_string();
+                member.language = from.language;
+                member.version = from.version;
                 false
             }
             None => {
                 group.members.insert(
-                    channel.id(),
+                    from.channel.id(),
                     Member {
-                        channel: channel.clone(),
-                        client_id: client_id.to_string(),
+                        channel: from.channel.clone(),
+                        client_id: from.client_id.to_string(),
+                        language: from.language,
+                        version: from.version,
                         last_heartbeat: Instant::now(),
                     },
                 );
@@ -162,6 +197,39 @@ impl ConsumerManager {
             .unwrap_or_default()
     }
 
+    /// The group's connections and subscriptions (GET_CONSUMER_CONNECTION_LIST); `None` if the
+    /// group has no live member.
+    pub fn connections(&self, group: &str) -> Option<ConsumerConnections> {
+        let groups = self.groups.read();
+        let info = groups.get(group)?;
+        let mut connections: Vec<ClientConnection> =
+            info.members.values().map(Member::connection).collect();
+        connections.sort_by(|a, b| a.client_id.cmp(&b.client_id));
+        Some(ConsumerConnections {
+            connections,
+            subscriptions: info
+                .subscriptions
+                .iter()
+                .map(|(topic, sub)| (topic.clone(), sub.clone()))
+                .collect(),
+            consume_type: info.consume_type,
+            message_model: info.message_model,
+            consume_from_where: info.consume_from_where,
+        })
+    }
+
+    /// The open connection of the group's member `client_id` (`findChannel`).
+    pub fn find_channel(&self, group: &str, client_id: &str) -> Option<ClientChannel> {
+        let groups = self.groups.read();
+        groups
+            .get(group)?
+            .members
+            .values()
+            .filter(|m| m.client_id == client_id && !m.channel.is_closed())
+            .max_by_key(|m| m.last_heartbeat)
+            .map(|m| m.channel.clone())
+    }
+
     pub fn subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
         self.groups
             .read()
@@ -208,14 +276,23 @@ mod tests {
         }
     }
 
+    fn from<'a>(channel: &'a ClientChannel, client_id: &'a str) -> Heartbeater<'a> {
+        Heartbeater {
+            channel,
+            client_id,
+            language: "JAVA",
+            version: 479,
+        }
+    }
+
     #[test]
     fn membership_follows_heartbeats_and_connections() {
         let manager = ConsumerManager::default();
         let (a, _rx_a) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
         let (b, _rx_b) = ClientChannel::detached("127.0.0.1:2".parse().unwrap());
-        assert!(manager.register(&a, "client-a", &consumer("g", &[("T", 1)])));
-        assert!(!manager.register(&a, "client-a", &consumer("g", &[("T", 1)])));
-        assert!(manager.register(&b, "client-b", &consumer("g", &[("T", 1)])));
+        assert!(manager.register(&from(&a, "client-a"), &consumer("g", &[("T", 1)])));
+        assert!(!manager.register(&from(&a, "client-a"), &consumer("g", &[("T", 1)])));
+        assert!(manager.register(&from(&b, "client-b"), &consumer("g", &[("T", 1)])));
         assert_eq!(manager.client_ids("g").unwrap(), ["client-a", "client-b"]);
         assert_eq!(manager.channels("g").len(), 2);
 
@@ -230,8 +307,8 @@ mod tests {
     fn the_latest_heartbeat_defines_the_subscriptions() {
         let manager = ConsumerManager::default();
         let (a, _rx) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
-        manager.register(&a, "c", &consumer("g", &[("T", 5), ("U", 5)]));
-        manager.register(&a, "c", &consumer("g", &[("T", 4)]));
+        manager.register(&from(&a, "c"), &consumer("g", &[("T", 5), ("U", 5)]));
+        manager.register(&from(&a, "c"), &consumer("g", &[("T", 4)]));
         assert_eq!(
             manager.subscription("g", "T").unwrap().sub_version,
             5,
@@ -241,16 +318,52 @@ mod tests {
             manager.subscription("g", "U").is_none(),
             "dropped topic removed"
         );
-        manager.register(&a, "c2", &consumer("f", &[("T", 1)]));
+        manager.register(&from(&a, "c2"), &consumer("f", &[("T", 1)]));
         assert_eq!(manager.groups_subscribing("T"), ["f", "g"]);
         assert!(manager.groups_subscribing("U").is_empty());
+    }
+
+    #[test]
+    fn connections_say_who_is_connected_and_what_the_group_subscribes() {
+        let manager = ConsumerManager::default();
+        let (a, _rx_a) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
+        let (b, _rx_b) = ClientChannel::detached("127.0.0.1:2".parse().unwrap());
+        assert!(manager.connections("g").is_none());
+        let data = ConsumerData {
+            message_model: MessageModel::Broadcasting,
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            ..consumer("g", &[("T", 1)])
+        };
+        manager.register(&from(&b, "client-b"), &data);
+        let go = Heartbeater {
+            language: "GO",
+            version: 317,
+            ..from(&a, "client-a")
+        };
+        manager.register(&go, &data);
+        let group = manager.connections("g").unwrap();
+        let ids: Vec<_> = group.connections.iter().map(|c| &c.client_id).collect();
+        assert_eq!(ids, ["client-a", "client-b"]);
+        assert_eq!(group.connections[0].language, "GO");
+        assert_eq!(group.connections[0].version, 317);
+        assert_eq!(group.connections[0].client_addr, "127.0.0.1:1");
+        assert_eq!(group.message_model, MessageModel::Broadcasting);
+        assert_eq!(
+            group.consume_from_where,
+            ConsumeFromWhere::ConsumeFromFirstOffset
+        );
+        assert!(group.subscriptions.contains_key("T"));
+        assert_eq!(manager.find_channel("g", "client-a"), Some(a.clone()));
+        assert!(manager.find_channel("g", "client-c").is_none());
+        a.close();
+        assert!(manager.find_channel("g", "client-a").is_none());
     }
 
     #[test]
     fn silent_members_expire_and_get_disconnected() {
         let manager = ConsumerManager::default();
         let (a, _rx) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
-        manager.register(&a, "c", &consumer("g", &[("T", 1)]));
+        manager.register(&from(&a, "c"), &consumer("g", &[("T", 1)]));
         assert!(manager.scan_expired(Duration::from_secs(60)).is_empty());
         std::thread::sleep(Duration::from_millis(5));
         assert_eq!(manager.scan_expired(Duration::from_millis(1)), ["g"]);

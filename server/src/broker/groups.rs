@@ -66,6 +66,14 @@ impl SubscriptionGroupManager {
         self.state.read().subscription_group_table.len()
     }
 
+    /// Whether the group has settings (`containsSubscriptionGroup`); creates nothing.
+    pub fn contains(&self, group: &str) -> bool {
+        self.state
+            .read()
+            .subscription_group_table
+            .contains_key(group)
+    }
+
     /// The group's settings, creating the group if auto-creation is on
     /// (`findSubscriptionGroupConfig`). `None` means the group does not exist.
     pub fn find_or_create(&self, group: &str) -> Option<SubscriptionGroupConfig> {

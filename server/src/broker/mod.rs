@@ -30,6 +30,7 @@ mod send_back;
 mod stats;
 mod timer;
 mod topics;
+mod traffic;
 mod transaction;
 mod uniq_id;
 
@@ -43,7 +44,7 @@ use skiff_store::{MessageStore, StoreConfig};
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::config::{BrokerConfig, FlushDiskType, MetricsExporterType};
 use crate::net::{self, ClientChannel, Handled, RequestContext, Service};
@@ -79,6 +80,8 @@ pub(crate) struct BrokerState {
     /// Bounds the pulls reading cold data on blocking threads (`pullMessageThreadPoolNums`).
     cold_reads: Arc<tokio::sync::Semaphore>,
     stats: BrokerStats,
+    /// Per-topic and per-group statistics (VIEW_BROKER_STATS_DATA).
+    traffic: traffic::TrafficStats,
     name_servers: NameServerLink,
     schedule: ScheduleService,
     pop: pop::PopService,
@@ -111,6 +114,7 @@ impl BrokerState {
                 config.pull_message_thread_pool_nums,
             )),
             stats: BrokerStats::new(now_millis()),
+            traffic: traffic::TrafficStats::new(&config.broker_cluster_name),
             name_servers: NameServerLink::new(&config),
             pop: pop::PopService::new(&config),
             acl: None,
@@ -231,7 +235,7 @@ impl Service for BrokerState {
             }
             Request::GetBrokerRuntimeInfo => Handled::Now(admin::runtime_info(&self)),
             Request::Pop(command) => pop::handle(&self, ctx, command),
-            Request::Admin(command) => Handled::Now(introspect::handle(&self, command)),
+            Request::Admin(command) => introspect::handle(&self, command),
             other => Handled::Now(Reply::error(
                 ErrorKind::RequestNotSupported,
                 format!(
@@ -324,6 +328,13 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::GetNamesrvConfig => "GET_NAMESRV_CONFIG",
         AdminCommand::GetAllSubscriptionGroups => "GET_ALL_SUBSCRIPTIONGROUP_CONFIG",
         AdminCommand::DeleteSubscriptionGroup { .. } => "DELETE_SUBSCRIPTIONGROUP",
+        AdminCommand::ConsumerConnections { .. } => "GET_CONSUMER_CONNECTION_LIST",
+        AdminCommand::ProducerConnections { .. } => "GET_PRODUCER_CONNECTION_LIST",
+        AdminCommand::SystemTopicsFromNamesrv => "GET_SYSTEM_TOPIC_LIST_FROM_NS",
+        AdminCommand::SystemTopicsFromBroker => "GET_SYSTEM_TOPIC_LIST_FROM_BROKER",
+        AdminCommand::ConsumerRunningInfo { .. } => "GET_CONSUMER_RUNNING_INFO",
+        AdminCommand::StatsData { .. } => "VIEW_BROKER_STATS_DATA",
+        AdminCommand::ResetOffset { .. } => "INVOKE_BROKER_TO_RESET_OFFSET",
     }
 }
 
@@ -392,6 +403,8 @@ fn store_config(config: &BrokerConfig, store_host: SocketAddr) -> StoreConfig {
 pub struct Broker {
     state: Arc<BrokerState>,
     local_addr: SocketAddr,
+    /// The "VIP" listener (listen port - 2), when it could be opened.
+    vip_addr: Option<SocketAddr>,
     /// Where `/metrics` is served (`metricsExporterType=PROM`).
     metrics_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
@@ -419,6 +432,7 @@ impl Broker {
             format!("cannot listen on {bind}: is another broker running? choose another listenPort")
         })?;
         let local_addr = listener.local_addr()?;
+        let vip_listener = bind_vip(&config, local_addr).await;
         let advertised_ip = config.advertised_ip();
         let broker_addr = format!("{advertised_ip}:{}", local_addr.port());
         let store_host: SocketAddr = broker_addr
@@ -494,6 +508,17 @@ impl Broker {
             max_in_flight: state.config.server_max_in_flight_requests,
             handshake_timeout: crate::tls::HANDSHAKE_TIMEOUT,
         };
+        let mut vip_addr = None;
+        let vip_server = vip_listener.map(|listener| {
+            vip_addr = listener.local_addr().ok();
+            tokio::spawn(net::serve(
+                listener,
+                state.clone(),
+                limits,
+                tls.clone(),
+                shutdown.clone(),
+            ))
+        });
         let server = tokio::spawn(net::serve(
             listener,
             state.clone(),
@@ -507,6 +532,7 @@ impl Broker {
                 shutdown.clone(),
             )),
             tokio::spawn(roll_stats_days(state.clone(), shutdown.clone())),
+            tokio::spawn(sample_traffic(state.clone(), shutdown.clone())),
             tokio::spawn(client::expire_silent_clients(
                 state.clone(),
                 shutdown.clone(),
@@ -514,6 +540,7 @@ impl Broker {
             tokio::spawn(transaction::service::run(state.clone(), shutdown.clone())),
             tokio::spawn(pop::revive_periodically(state.clone(), shutdown.clone())),
         ];
+        background.extend(vip_server);
         let mut metrics_addr = None;
         if let (Some(listener), Some(metrics)) = (metrics_listener, &state.metrics) {
             metrics_addr = listener.local_addr().ok();
@@ -536,11 +563,13 @@ impl Broker {
             cluster = %state.config.broker_cluster_name,
             %local_addr,
             advertised = %broker_addr,
+            vip = ?vip_addr,
             "broker listening"
         );
         Ok(Broker {
             state,
             local_addr,
+            vip_addr,
             metrics_addr,
             shutdown,
             server,
@@ -554,6 +583,12 @@ impl Broker {
     /// The address the listener is bound to.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// The VIP channel's address: listen port - 2, where admin tools and the Dashboard
+    /// (`isVIPChannel`, `sendMessageWithVIPChannel`) send broker requests.
+    pub fn vip_addr(&self) -> Option<SocketAddr> {
+        self.vip_addr
     }
 
     /// Where `/metrics` is served, when `metricsExporterType=PROM`.
@@ -592,6 +627,29 @@ impl Broker {
     }
 }
 
+/// The VIP channel: Java's `BrokerController` opens a second server on the listen port - 2 (no key
+/// sets it) serving the same requests, which admin clients with `isVIPChannel` (the Dashboard's
+/// default) and producers with `sendMessageWithVIPChannel` use. Unlike Java, a port that is taken
+/// does not stop the broker: the clients that use the main port still work, and the log says so.
+async fn bind_vip(config: &BrokerConfig, main: SocketAddr) -> Option<TcpListener> {
+    // Port 0 (any free port) in tests; Java then also takes any free port.
+    let port = main.port().saturating_sub(2);
+    let port = if config.listen_port == 0 { 0 } else { port };
+    let addr = SocketAddr::new(config.bind_address, port);
+    match TcpListener::bind(addr).await {
+        Ok(listener) => Some(listener),
+        Err(err) => {
+            warn!(
+                %addr, %err,
+                "cannot open the VIP channel (listen port - 2): admin tools with isVIPChannel=true \
+                 (the Dashboard's default) and producers with sendMessageWithVIPChannel=true will \
+                 not reach this broker; free the port or set those options to false"
+            );
+            None
+        }
+    }
+}
+
 /// The `/metrics` listener: `metricsPromExporterHost` (else the advertised IP, as Java falls
 /// back to `brokerIP1`) and `metricsPromExporterPort`.
 async fn bind_metrics(config: &BrokerConfig) -> anyhow::Result<TcpListener> {
@@ -619,6 +677,30 @@ async fn roll_stats_days(state: Arc<BrokerState>, shutdown: CancellationToken) {
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = ticker.tick() => state.stats.roll_day(now_millis()),
+        }
+    }
+}
+
+/// Samples the traffic statistics: every 10 s for the minute window, every 10 min for the hour
+/// and every hour for the day (`BrokerStatsManager`'s schedules).
+async fn sample_traffic(state: Arc<BrokerState>, shutdown: CancellationToken) {
+    use traffic::Window;
+    let period = Window::Minute.period_ms();
+    let mut ticker = tokio::time::interval(Duration::from_millis(period as u64));
+    let mut ticks: i64 = 0;
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => {
+                let now = now_millis();
+                state.traffic.sample(Window::Minute, now);
+                for window in [Window::Hour, Window::Day] {
+                    if (ticks * period) % window.period_ms() == 0 {
+                        state.traffic.sample(window, now);
+                    }
+                }
+                ticks += 1;
+            }
         }
     }
 }

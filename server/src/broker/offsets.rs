@@ -3,7 +3,7 @@
 //! far a group has fetched, committed or not) are kept in memory for consume statistics only.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,6 +22,10 @@ type OffsetTable = HashMap<String, BTreeMap<i32, i64>>;
 pub struct ConsumerOffsetManager {
     committed: Arc<RwLock<OffsetTable>>,
     pulled: RwLock<OffsetTable>,
+    /// Offsets an operator reset that the group's next pull of the queue is told
+    /// (`resetOffsetTable`), and how many there are, so that pulls skip the lock when none are.
+    resets: RwLock<OffsetTable>,
+    pending_resets: AtomicUsize,
     dirty: AtomicBool,
     /// The one writer of `consumerOffset.json`.
     file: ConfigFile,
@@ -57,6 +61,8 @@ impl ConsumerOffsetManager {
         ConsumerOffsetManager {
             committed,
             pulled: RwLock::new(OffsetTable::new()),
+            resets: RwLock::new(OffsetTable::new()),
+            pending_resets: AtomicUsize::new(0),
             dirty: AtomicBool::new(false),
             file,
         }
@@ -78,6 +84,38 @@ impl ConsumerOffsetManager {
             .or_default()
             .insert(queue_id, offset);
         self.dirty.store(true, Ordering::Release);
+    }
+
+    /// An operator's reset (`assignResetOffset`): committed now, and told to the group's next
+    /// pull of the queue (a consumer online overwrites the commit until it hears of the reset).
+    pub fn assign_reset(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let mut resets = self.resets.write();
+        if resets
+            .entry(key(topic, group))
+            .or_default()
+            .insert(queue_id, offset)
+            .is_none()
+        {
+            self.pending_resets.fetch_add(1, Ordering::AcqRel);
+        }
+        drop(resets);
+        self.commit(group, topic, queue_id, offset);
+    }
+
+    /// The reset waiting for this pull, taken (`queryThenEraseResetOffset`).
+    pub fn take_reset(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        if self.pending_resets.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut resets = self.resets.write();
+        let key = key(topic, group);
+        let queues = resets.get_mut(&key)?;
+        let offset = queues.remove(&queue_id)?;
+        if queues.is_empty() {
+            resets.remove(&key);
+        }
+        self.pending_resets.fetch_sub(1, Ordering::AcqRel);
+        Some(offset)
     }
 
     /// Records how far a group has pulled (`commitPullOffset`).
@@ -127,13 +165,22 @@ impl ConsumerOffsetManager {
 
     /// Forgets `group`'s offsets on every topic (`removeOffset`).
     pub fn remove_group(&self, group: &str) {
+        let keep = |k: &String| {
+            k.rsplit_once(TOPIC_GROUP_SEPARATOR)
+                .is_none_or(|(_, g)| g != group)
+        };
         for table in [&self.committed, &self.pulled] {
-            table.write().retain(|k, _| {
-                k.rsplit_once(TOPIC_GROUP_SEPARATOR)
-                    .is_none_or(|(_, g)| g != group)
-            });
+            table.write().retain(|k, _| keep(k));
         }
+        self.retain_resets(keep);
         self.dirty.store(true, Ordering::Release);
+    }
+
+    fn retain_resets(&self, keep: impl Fn(&String) -> bool) {
+        let mut resets = self.resets.write();
+        resets.retain(|k, _| keep(k));
+        let pending = resets.values().map(BTreeMap::len).sum();
+        self.pending_resets.store(pending, Ordering::Release);
     }
 
     /// Forgets every group's offsets on `topic`.
@@ -142,6 +189,7 @@ impl ConsumerOffsetManager {
         for table in [&self.committed, &self.pulled] {
             table.write().retain(|k, _| !k.starts_with(&prefix));
         }
+        self.retain_resets(|k| !k.starts_with(&prefix));
         self.dirty.store(true, Ordering::Release);
     }
 
@@ -193,5 +241,28 @@ mod tests {
         reloaded.remove_topic("T");
         assert_eq!(reloaded.query("g", "T", 0), None);
         assert_eq!(reloaded.query("g", "T2", 3), Some(7));
+    }
+
+    #[test]
+    fn a_reset_is_committed_and_told_to_one_pull_of_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BrokerConfig {
+            store_path_root_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        };
+        let offsets = ConsumerOffsetManager::load(&config);
+        assert_eq!(offsets.take_reset("g", "T", 0), None);
+        offsets.commit("g", "T", 0, 40);
+        offsets.assign_reset("g", "T", 0, 3);
+        offsets.assign_reset("g", "T", 1, 5);
+        offsets.assign_reset("g", "T", 1, 6);
+        assert_eq!(offsets.query("g", "T", 0), Some(3));
+        assert_eq!(offsets.take_reset("other", "T", 0), None);
+        assert_eq!(offsets.take_reset("g", "T", 0), Some(3));
+        assert_eq!(offsets.take_reset("g", "T", 0), None, "told once");
+        assert_eq!(offsets.pending_resets.load(Ordering::Acquire), 1);
+        offsets.remove_topic("T");
+        assert_eq!(offsets.pending_resets.load(Ordering::Acquire), 0);
+        assert_eq!(offsets.take_reset("g", "T", 1), None);
     }
 }

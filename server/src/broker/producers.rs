@@ -8,11 +8,16 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
+use skiff_model::admin::ClientConnection;
 
+use super::consumers::Heartbeater;
 use crate::net::ClientChannel;
 
 struct Member {
     channel: ClientChannel,
+    client_id: String,
+    language: &'static str,
+    version: i32,
     last_heartbeat: Instant,
 }
 
@@ -23,16 +28,40 @@ pub struct ProducerManager {
 
 impl ProducerManager {
     /// Records a producer's heartbeat.
-    pub fn register(&self, channel: &ClientChannel, group: &str) {
+    pub fn register(&self, from: &Heartbeater, group: &str) {
         let mut groups = self.groups.write();
         let members = groups.entry(group.to_string()).or_default();
-        members
-            .entry(channel.id())
-            .and_modify(|m| m.last_heartbeat = Instant::now())
-            .or_insert_with(|| Member {
-                channel: channel.clone(),
-                last_heartbeat: Instant::now(),
-            });
+        let member = members.entry(from.channel.id()).or_insert_with(|| Member {
+            channel: from.channel.clone(),
+            client_id: String::new(),
+            language: from.language,
+            version: from.version,
+            last_heartbeat: Instant::now(),
+        });
+        member.last_heartbeat = Instant::now();
+        if member.client_id != from.client_id {
+            member.client_id = from.client_id.to_string();
+        }
+        member.language = from.language;
+        member.version = from.version;
+    }
+
+    /// The group's live connections (GET_PRODUCER_CONNECTION_LIST), by client id; `None` if the
+    /// group has none.
+    pub fn connections(&self, group: &str) -> Option<Vec<ClientConnection>> {
+        let groups = self.groups.read();
+        let mut list: Vec<ClientConnection> = groups
+            .get(group)?
+            .values()
+            .map(|m| ClientConnection {
+                client_id: m.client_id.clone(),
+                client_addr: m.channel.peer().to_string(),
+                language: m.language.to_string(),
+                version: m.version,
+            })
+            .collect();
+        list.sort_by(|a, b| a.client_id.cmp(&b.client_id));
+        Some(list)
     }
 
     /// Producer connections over all groups (a connection in two groups counts twice, as in
@@ -88,20 +117,43 @@ impl ProducerManager {
 mod tests {
     use super::*;
 
+    fn from<'a>(channel: &'a ClientChannel, client_id: &'a str) -> Heartbeater<'a> {
+        Heartbeater {
+            channel,
+            client_id,
+            language: "JAVA",
+            version: 479,
+        }
+    }
+
     #[test]
     fn members_come_and_go_per_connection() {
         let producers = ProducerManager::default();
         let (a, _rx_a) = ClientChannel::detached("127.0.0.1:1".parse().unwrap());
         let (b, _rx_b) = ClientChannel::detached("127.0.0.1:2".parse().unwrap());
         assert!(producers.available_channel("g").is_none());
-        producers.register(&a, "g");
-        producers.register(&b, "g");
+        producers.register(&from(&a, "client-a"), "g");
+        producers.register(&from(&b, "client-b"), "g");
         assert!(producers.available_channel("g").is_some());
+        let ids: Vec<_> = producers
+            .connections("g")
+            .unwrap()
+            .into_iter()
+            .map(|c| (c.client_id, c.client_addr, c.language))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                ("client-a".into(), "127.0.0.1:1".into(), "JAVA".into()),
+                ("client-b".into(), "127.0.0.1:2".into(), "JAVA".into())
+            ]
+        );
         producers.on_channel_closed(&a);
         assert_eq!(producers.available_channel("g"), Some(b.clone()));
         producers.unregister("g", &b);
         assert!(producers.available_channel("g").is_none());
-        producers.register(&a, "g");
+        assert!(producers.connections("g").is_none());
+        producers.register(&from(&a, "client-a"), "g");
         std::thread::sleep(Duration::from_millis(2));
         producers.scan_expired(Duration::from_millis(1));
         assert!(producers.available_channel("g").is_none());

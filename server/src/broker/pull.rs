@@ -253,7 +253,28 @@ fn check(state: &BrokerState, request: &PullRequest) -> Result<Filter, Reply> {
 }
 
 /// Reads the queue and turns the store's answer into a pull result (`composeResponseHeader`).
+/// An operator's reset of the group's offset on the queue comes first: the pull is answered
+/// OFFSET_MOVED to the reset offset, which makes the client start there (Java's `OFFSET_RESET`).
 fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResult {
+    let queue = &request.queue;
+    if let Some(reset) =
+        state
+            .offsets
+            .take_reset(&request.consumer_group, &queue.topic, queue.queue_id)
+    {
+        return PullResult {
+            status: PullStatus::OffsetMoved,
+            next_begin_offset: reset,
+            min_offset: state
+                .store
+                .min_offset_in_queue(&queue.topic, queue.queue_id),
+            max_offset: state
+                .store
+                .max_offset_in_queue(&queue.topic, queue.queue_id),
+            suggest_which_broker_id: MASTER_ID,
+            messages: Vec::new(),
+        };
+    }
     let max_count = request.max_msg_nums.clamp(1, MAX_TRANSFER_COUNT);
     let max_bytes = request
         .max_msg_bytes
@@ -341,8 +362,14 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
         found.next_begin_offset,
     );
     state.stats.messages_got(found.messages.len() as u64);
+    let bytes: usize = found.messages.iter().map(Bytes::len).sum();
+    state.traffic.messages_got(
+        &request.consumer_group,
+        &request.queue.topic,
+        found.messages.len() as u64,
+        bytes as u64,
+    );
     if let Some(metrics) = &state.metrics {
-        let bytes: usize = found.messages.iter().map(Bytes::len).sum();
         metrics.messages_out(
             &request.consumer_group,
             &request.queue.topic,

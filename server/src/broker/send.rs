@@ -46,6 +46,7 @@ pub(super) fn handle(
     };
     state.stats.messages_put(count);
     let reply = ReplyParts {
+        topic: prepared.topic,
         queue_id: prepared.queue_id,
         transaction_id: prepared.transaction_id,
         counted,
@@ -71,6 +72,8 @@ pub(super) fn handle(
 
 /// What the reply to a stored send needs besides the store's answer.
 struct ReplyParts {
+    /// The topic sent to, for the traffic statistics.
+    topic: String,
     queue_id: i32,
     transaction_id: Option<String>,
     /// Topic and type for `rocketmq_messages_in_total` (metrics on).
@@ -79,9 +82,11 @@ struct ReplyParts {
 
 impl ReplyParts {
     fn sent(self, state: &BrokerState, result: PutResult) -> Reply {
+        let bytes: u64 = result.messages.iter().map(|m| m.size.max(0) as u64).sum();
+        let count = result.messages.len() as u64;
+        state.traffic.messages_put(&self.topic, count, bytes);
         if let (Some(metrics), Some((topic, kind))) = (&state.metrics, &self.counted) {
-            let bytes: u64 = result.messages.iter().map(|m| m.size.max(0) as u64).sum();
-            metrics.messages_in(topic, *kind, result.messages.len() as u64, bytes);
+            metrics.messages_in(topic, *kind, count, bytes);
         }
         let queue_offset = result.messages.first().map_or(0, |m| m.queue_offset);
         Reply::Sent(SendResult {
@@ -101,6 +106,8 @@ impl ReplyParts {
 
 /// What goes to the store, and what the reply needs besides the store's answer.
 struct Prepared {
+    /// The topic the client sent to (what the statistics count under).
+    topic: String,
     messages: Vec<MessageToStore>,
     queue_id: i32,
     transaction_id: Option<String>,
@@ -300,6 +307,7 @@ fn prepare(
         })
         .collect::<Result<_, Reply>>()?;
     Ok(Prepared {
+        topic: request.topic,
         messages: to_store,
         queue_id: reply_queue_id,
         transaction_id,

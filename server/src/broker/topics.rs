@@ -130,6 +130,16 @@ impl TopicConfigManager {
         topic::is_system_topic(name) || self.system.contains(name)
     }
 
+    /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: RocketMQ's system topics and the broker's own, sorted.
+    pub fn system_topics(&self) -> Vec<String> {
+        let mut topics: std::collections::BTreeSet<String> = topic::system_topic_set()
+            .iter()
+            .map(|t| t.to_string())
+            .collect();
+        topics.extend(self.system.iter().cloned());
+        topics.into_iter().collect()
+    }
+
     pub fn get(&self, name: &str) -> Option<TopicConfig> {
         self.state.read().topics.get(name).cloned()
     }

@@ -136,11 +136,24 @@ impl NameServerService {
                     topic_count,
                 })
             }
+            AdminCommand::SystemTopicsFromNamesrv => {
+                let (topics, broker_addr) = self.routes.system_topics();
+                Reply::Admin(AdminReply::SystemTopics {
+                    topics,
+                    broker_addr,
+                })
+            }
             other @ (AdminCommand::TopicConsumers { .. }
             | AdminCommand::HaStatus
             | AdminCommand::GetBrokerConfig
             | AdminCommand::GetAllSubscriptionGroups
-            | AdminCommand::DeleteSubscriptionGroup { .. }) => Reply::error(
+            | AdminCommand::DeleteSubscriptionGroup { .. }
+            | AdminCommand::ConsumerConnections { .. }
+            | AdminCommand::ProducerConnections { .. }
+            | AdminCommand::SystemTopicsFromBroker
+            | AdminCommand::ConsumerRunningInfo { .. }
+            | AdminCommand::StatsData { .. }
+            | AdminCommand::ResetOffset { .. }) => Reply::error(
                 ErrorKind::RequestNotSupported,
                 format!(
                     "the name server does not serve {}; send it to a broker",

@@ -226,6 +226,23 @@ impl RouteInfoManager {
         }
     }
 
+    /// GET_SYSTEM_TOPIC_LIST_FROM_NS (`getSystemTopicList`): every cluster name and broker name
+    /// (each broker keeps a topic of its own name), and the address of a broker, which the
+    /// client asks for the broker's own system topics.
+    pub fn system_topics(&self) -> (Vec<String>, Option<String>) {
+        let tables = self.tables.read();
+        let mut topics = Vec::new();
+        for (cluster, brokers) in &tables.cluster_addr_table {
+            topics.push(cluster.clone());
+            topics.extend(brokers.iter().cloned());
+        }
+        let broker_addr = tables
+            .broker_addr_table
+            .values()
+            .find_map(|broker| broker.broker_addrs.values().next().cloned());
+        (topics, broker_addr)
+    }
+
     pub fn all_topics(&self) -> Vec<String> {
         let tables = self.tables.read();
         let mut topics: Vec<String> = tables.topic_queue_table.keys().cloned().collect();
@@ -385,6 +402,17 @@ mod tests {
             .iter()
             .map(|q| (q.broker_name.clone(), q.perm))
             .collect()
+    }
+
+    #[test]
+    fn system_topics_are_cluster_and_broker_names_with_a_broker_to_ask() {
+        let routes = RouteInfoManager::default();
+        assert_eq!(routes.system_topics(), (vec![], None));
+        routes.register_broker(&registration("a", "10.0.0.1:10911", 0, &["T"]), 1, TIMEOUT);
+        routes.register_broker(&registration("b", "10.0.0.2:10911", 0, &["T"]), 2, TIMEOUT);
+        let (topics, addr) = routes.system_topics();
+        assert_eq!(topics, ["DefaultCluster", "a", "b"]);
+        assert_eq!(addr.as_deref(), Some("10.0.0.1:10911"));
     }
 
     #[test]

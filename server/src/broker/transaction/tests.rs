@@ -55,7 +55,11 @@ fn fixture(tune: impl FnOnce(&mut BrokerConfig)) -> Fixture {
     let (channel, _rx) = ClientChannel::detached("127.0.0.1:5555".parse().unwrap());
     Fixture {
         state,
-        ctx: RequestContext { channel },
+        ctx: RequestContext {
+            channel,
+            language: skiff_protocol::remoting::LanguageCode::Java,
+            version: skiff_protocol::remoting::SKIFF_VERSION,
+        },
         _dir: dir,
     }
 }
@@ -326,7 +330,13 @@ async fn unresolved_halves_are_checked_then_discarded_after_the_maximum() {
         c.transaction_check_max = 2;
     });
     let (producer, mut rx) = ClientChannel::detached("127.0.0.1:6666".parse().unwrap());
-    f.state.producers.register(&producer, GROUP);
+    let from = crate::broker::consumers::Heartbeater {
+        channel: &producer,
+        client_id: "producer-1",
+        language: "JAVA",
+        version: 479,
+    };
+    f.state.producers.register(&from, GROUP);
     let born = super::now_millis() - 5_000;
     let sent = send_ok(&f, prepared_send(born, &[])).await;
     // A young half: left alone.
