@@ -5,8 +5,10 @@
 //! `updateSubGroup`, `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and `deleteSubGroup`,
 //! `queryMsgById` with its consumer tracking (QUERY_TOPIC_CONSUME_BY_WHO); with a live producer
 //! and push consumer, `consumerConnection`, `producerConnection`, `consumerStatus` (the broker
-//! asks the consumer), `statsAll`, `resetOffsetByTime` (the consumer consumes again), and the
-//! admin API's system topic list. mqadmin exits 0 even
+//! asks the consumer), `statsAll`, `resetOffsetByTime` (the consumer consumes again),
+//! `brokerConsumeStats`, `producer`, `cloneGroupOffset`, a message handed to the consumer
+//! directly, the consumers' own offsets asked through the broker, and the client API's system
+//! topic list. mqadmin exits 0 even
 //! when a command fails, so each command's output is checked for what Apache 5.3.3 prints, with
 //! addresses, counts and ids normalised. Broker requests go over the VIP channel (port - 2).
 //!
@@ -434,12 +436,20 @@ fn run(target: &Target) -> Result<()> {
 /// (GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST), the consumer's running info (the
 /// broker asks the client: GET_CONSUMER_RUNNING_INFO), the traffic statistics
 /// (VIEW_BROKER_STATS_DATA, sampled every 10 s; hence the sleep), the system topic list and an
-/// offset reset the consumer follows (INVOKE_BROKER_TO_RESET_OFFSET).
+/// offset reset the consumer follows (INVOKE_BROKER_TO_RESET_OFFSET), the broker's consume stats
+/// (GET_BROKER_CONSUME_STATS), its producer table (GET_ALL_PRODUCER_INFO) and a message handed to
+/// the consumer by the broker (CONSUME_MESSAGE_DIRECTLY, as `queryMsgById -d` asks), a group's
+/// offsets cloned (CLONE_GROUP_OFFSET) and the consumer's own offsets asked through the broker
+/// (INVOKE_BROKER_TO_GET_CONSUMER_STATUS). `queryCq`
+/// is not here: Apache 5.3.3 answered it with an empty success in this harness (mqadmin then
+/// fails with a NullPointerException); Skiff's answer is checked in
+/// `server/tests/admin_codes.rs`.
 fn live_clients(target: &Target, id: &str) -> Result<()> {
     let ns = target.namesrv();
     let topic = format!("mqadmin_live_{id}");
     let producer_group = format!("mqadmin_pg_{id}");
     let consumer_group = format!("mqadmin_cg_{id}");
+    let clone_group = format!("mqadmin_clone_{id}");
     let batch = [
         words(&[
             "updateTopic",
@@ -466,6 +476,31 @@ fn live_clients(target: &Target, id: &str) -> Result<()> {
         words(&["consumerStatus", "-n", &ns, "-g", &consumer_group]),
         words(&["statsAll", "-n", &ns, "-t", &topic]),
         words(&[
+            "updateSubGroup",
+            "-n",
+            &ns,
+            "-b",
+            &target.broker(),
+            "-g",
+            &clone_group,
+        ]),
+        words(&[
+            "cloneGroupOffset",
+            "-n",
+            &ns,
+            "-s",
+            &consumer_group,
+            "-d",
+            &clone_group,
+            "-t",
+            &topic,
+            "-o",
+            "true",
+        ]),
+        // Once per JVM: the command keeps its admin client, shut down after its first run.
+        words(&["brokerConsumeStats", "-n", &ns, "-b", &target.broker()]),
+        words(&["producer", "-n", &ns, "-b", &target.broker()]),
+        words(&[
             "consumerConnection",
             "-n",
             &ns,
@@ -485,6 +520,8 @@ fn live_clients(target: &Target, id: &str) -> Result<()> {
             "0",
         ]),
         words(&["@consumed", "10"]),
+        words(&["@consumeDirectly", &ns, &consumer_group, &topic]),
+        words(&["@consumerStatus", &ns, &consumer_group, &topic]),
     ];
     let out = mqadmin(target, "live", &batch)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -532,22 +569,64 @@ fn live_clients(target: &Target, id: &str) -> Result<()> {
     if counts != ["5", "5"] {
         bail!("statsAll: expected 5 messages in and 5 out in:\n{}", out[7]);
     }
-    // A group without members: CONSUMER_NOT_ONLINE (206) and Java's remark.
+    // CLONE_GROUP_OFFSET: the copy's offsets show in the broker's consume stats.
+    expect(
+        "cloneGroupOffset",
+        &out[9],
+        &[&format!(
+            "clone group offset success. srcGroup[{consumer_group}], destGroup=[{clone_group}], topic[{topic}]"
+        )],
+    )?;
+    let cloned = out[10]
+        .lines()
+        .find(|line| line.contains(&clone_group))
+        .with_context(|| {
+            format!(
+                "brokerConsumeStats: no row for {clone_group} in:\n{}",
+                out[10]
+            )
+        })?;
+    if !cloned.contains(&topic) {
+        bail!(
+            "brokerConsumeStats: the clone's row is not on {topic}:\n{}",
+            out[10]
+        );
+    }
+    // GET_BROKER_CONSUME_STATS: a row per consumed queue of every group, and the total backlog.
+    expect(
+        "brokerConsumeStats",
+        &out[10],
+        &["#Topic", "#Diff", &topic, &consumer_group, "Diff Total: "],
+    )?;
+    // GET_ALL_PRODUCER_INFO.
+    expect(
+        "producer",
+        &out[11],
+        &[
+            &format!("producer group ({producer_group}) instance : clientId="),
+            "batch-producer",
+            "remoteIP=/127.0.0.1:",
+            "language=JAVA",
+            "lastUpdateTimestamp=",
+        ],
+    )?;
+    // A group that never consumed: mqadmin looks up its %RETRY% topic's route first, and the
+    // name server has none (TOPIC_NOT_EXIST, 17, with Java's remark).
     for e in [
-        "CODE: 206".to_string(),
-        format!("the consumer group[{consumer_group}_none] not online"),
+        "CODE: 17".to_string(),
+        format!("No topic route info in name server for the topic: %RETRY%{consumer_group}_none"),
     ] {
-        if !out[8].contains(&e) {
+        if !out[12].contains(&e) {
             bail!(
                 "consumerConnection of an unknown group: expected {e:?} in:\n{}",
-                out[8]
+                out[12]
             );
         }
     }
     // GET_SYSTEM_TOPIC_LIST_FROM_NS (cluster and broker names), then FROM_BROKER.
     expect(
         "getSystemTopicList",
-        &out[9],
+        &out[13],
         &[
             "system topic DefaultCluster\n",
             &format!("system topic {BROKER_NAME}\n"),
@@ -560,10 +639,10 @@ fn live_clients(target: &Target, id: &str) -> Result<()> {
     // and the live consumer, told by its next pull, consumes the 5 messages again.
     expect(
         "resetOffsetByTime",
-        &out[10],
+        &out[14],
         &["#brokerName", "#queueId", "#offset", BROKER_NAME],
     )?;
-    let offsets: Vec<&str> = out[10]
+    let offsets: Vec<&str> = out[14]
         .lines()
         .filter(|line| line.starts_with(BROKER_NAME))
         .filter_map(|line| line.split_whitespace().nth(2))
@@ -571,9 +650,18 @@ fn live_clients(target: &Target, id: &str) -> Result<()> {
     if offsets.is_empty() || offsets.iter().any(|o| *o != "0") {
         bail!(
             "resetOffsetByTime: expected offset 0 per queue in:\n{}",
-            out[10]
+            out[14]
         );
     }
-    expect("consumed again after the reset", &out[11], &["consumed 10"])?;
+    expect("consumed again after the reset", &out[15], &["consumed 10"])?;
+    // CONSUME_MESSAGE_DIRECTLY: the broker hands the stored message to the consumer, whose
+    // answer comes back through it.
+    expect("consumeMessageDirectly", &out[16], &["direct CR_SUCCESS"])?;
+    // INVOKE_BROKER_TO_GET_CONSUMER_STATUS: the broker asks the consumer for its offsets.
+    expect(
+        "getConsumeStatus",
+        &out[17],
+        &["status ", "@batch-consumer ", &format!(" {BROKER_NAME} ")],
+    )?;
     Ok(())
 }

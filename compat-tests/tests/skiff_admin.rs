@@ -2,11 +2,11 @@
 //! first and then against Skiff, and their parsed `--json` outputs (less addresses, times and
 //! ids, which differ by nature) must be equal.
 //!
-//! Steps whose request code Skiff's broker does not answer yet (UPDATE_BROKER_CONFIG 25; 222,
-//! for which the reset falls back to direct offset writes) must work against Apache; against
-//! Skiff they are compared as soon as Skiff answers them, and until then are reported and skipped
-//! when Skiff refuses them with REQUEST_CODE_NOT_SUPPORTED. GET_BROKER_CONFIG 26, 201, 207 and 300
-//! are answered and compared.
+//! Steps whose request code Skiff's broker does not answer yet (UPDATE_BROKER_CONFIG 25) must
+//! work against Apache; against Skiff they are compared as soon as Skiff answers them, and until
+//! then are reported and skipped when Skiff refuses them with REQUEST_CODE_NOT_SUPPORTED.
+//! GET_BROKER_CONFIG 26, 201, 207, 222 (the reset, through the broker on both) and 300 are
+//! answered and compared.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};
@@ -292,9 +292,8 @@ fn session(target: &Target) -> (BTreeMap<&'static str, Value>, Vec<&'static str>
                 .iter()
                 .map(|q| q["offset"].as_i64().unwrap_or(-1))
                 .sum();
-            // Not compared: "mode" (Apache resets through INVOKE_BROKER_TO_RESET_OFFSET; Skiff's
-            // broker does not answer 222 yet, so the tool commits the offsets directly).
-            json!({ "queues": queues.len(), "offsets": offsets })
+            // Both brokers reset through INVOKE_BROKER_TO_RESET_OFFSET ("mode": "broker").
+            json!({ "queues": queues.len(), "offsets": offsets, "mode": v["mode"] })
         },
     );
     s.must("progress after reset", &["group", "progress", "-g", GROUP], |v| {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use crate::consumer::{
-    ConsumeFromWhere, ConsumeType, MessageModel, MessageQueue, SubscriptionData,
+    ConsumeFromWhere, ConsumeStats, ConsumeType, MessageModel, MessageQueue, SubscriptionData,
     SubscriptionGroupConfig,
 };
 use crate::route::DataVersion;
@@ -70,6 +70,51 @@ pub enum AdminCommand {
         queue_id: i32,
         offset: Option<i64>,
     },
+    /// Broker: hand the stored message `msg_id` (an offset message id) to the consumer
+    /// `client_id` of `group` to consume now (CONSUME_MESSAGE_DIRECTLY, `mqadmin queryMsgById -d`);
+    /// the client's answer is relayed as it is. `message` is the stored record, which the broker
+    /// adds before passing the request on (none from the operator).
+    ConsumeMessageDirectly {
+        group: String,
+        client_id: String,
+        msg_id: String,
+        topic: Option<String>,
+        broker_name: Option<String>,
+        message: Option<Bytes>,
+    },
+    /// Broker: `count` ConsumeQueue entries of a queue from `index` (QUERY_CONSUME_QUEUE,
+    /// `mqadmin queryCq`), with `group`'s subscription to the topic when given.
+    QueryConsumeQueue {
+        topic: String,
+        queue_id: i32,
+        index: i64,
+        count: i32,
+        group: Option<String>,
+    },
+    /// Broker: each live consumer's own offsets on `topic` (INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+    /// `mqadmin getConsumerStatus`); the broker asks every member of `group` (or only
+    /// `client_id` when not empty) with [`AdminCommand::ConsumerStatusFromClient`].
+    ConsumerStatus {
+        topic: String,
+        group: String,
+        client_id: String,
+    },
+    /// Broker to client: your offsets on `topic` (GET_CONSUMER_STATUS_FROM_CLIENT).
+    ConsumerStatusFromClient { topic: String, group: String },
+    /// Broker: copy `src_group`'s committed offsets on `topic` to `dest_group`
+    /// (CLONE_GROUP_OFFSET); unless `offline`, skipped when the live source group does not
+    /// subscribe to the topic.
+    CloneGroupOffset {
+        src_group: String,
+        dest_group: String,
+        topic: String,
+        offline: bool,
+    },
+    /// Broker: every producer connection by group (GET_ALL_PRODUCER_INFO).
+    AllProducerInfo,
+    /// Broker: the progress of every subscription group on every topic it has offsets on
+    /// (GET_BROKER_CONSUME_STATS); only ordered topics when `order_only`.
+    BrokerConsumeStats { order_only: bool },
     /// Broker: one traffic statistic (`BrokerStatsManager`), e.g. `TOPIC_PUT_NUMS` of a topic
     /// or `GROUP_GET_NUMS` of `topic@group`.
     StatsData { name: String, key: String },
@@ -112,6 +157,18 @@ pub enum AdminReply {
     /// A client's answer to a request the broker passed on to it, returned to the asker as it is.
     FromClient(ClientAnswer),
     StatsData(StatsData),
+    /// Producer connections by group (`ProducerTableInfo`).
+    ProducerTable(BTreeMap<String, Vec<ProducerInfo>>),
+    /// `ConsumeStatsList`: each group's stats per topic, and the broker's total backlog.
+    BrokerConsumeStats {
+        broker_addr: String,
+        groups: Vec<(String, Vec<ConsumeStats>)>,
+        total_diff: i64,
+        total_inflight_diff: i64,
+    },
+    ConsumeQueue(Box<ConsumeQueueView>),
+    /// Offsets each consumer reported, by client id (`GetConsumerStatusBody.consumerTable`).
+    ConsumerStatus(BTreeMap<String, Vec<(MessageQueue, i64)>>),
     /// The offsets a [`AdminCommand::ResetOffset`] set, by queue.
     ResetOffsets(Vec<(MessageQueue, i64)>),
 }
@@ -126,6 +183,38 @@ pub struct ClientConnection {
     pub language: String,
     /// The client's version number (`MQVersion.Version` ordinal).
     pub version: i32,
+}
+
+/// What QUERY_CONSUME_QUEUE found (`QueryConsumeQueueResponseBody`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumeQueueView {
+    /// The group's live subscription to the topic, when a group was named and is online.
+    pub subscription: Option<SubscriptionData>,
+    /// Java's `filterData` text: `null` for a live subscription, `G@T is not online!` otherwise.
+    pub filter_data: Option<String>,
+    pub max_queue_index: i64,
+    pub min_queue_index: i64,
+    /// The entries from the index on; `None` when the index is outside the queue (Java then
+    /// answers success with only a remark).
+    pub entries: Option<Vec<ConsumeQueueEntry>>,
+    /// Java's remark for an index outside the queue.
+    pub remark: Option<String>,
+}
+
+/// One ConsumeQueue entry (`ConsumeQueueData`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConsumeQueueEntry {
+    pub physical_offset: i64,
+    pub size: i32,
+    pub tags_code: i64,
+}
+
+/// One producer connection (`ProducerInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProducerInfo {
+    pub connection: ClientConnection,
+    /// When its last heartbeat arrived, ms since the epoch.
+    pub last_update_timestamp: i64,
 }
 
 /// A live consumer group (`ConsumerConnection`).

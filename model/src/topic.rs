@@ -10,6 +10,8 @@ pub const TRANS_OP_HALF_TOPIC: &str = "RMQ_SYS_TRANS_OP_HALF_TOPIC";
 pub const TRANS_CHECK_MAX_TIME_TOPIC: &str = "TRANS_CHECK_MAX_TIME_TOPIC";
 pub const SELF_TEST_TOPIC: &str = "SELF_TEST_TOPIC";
 pub const OFFSET_MOVED_EVENT: &str = "OFFSET_MOVED_EVENT";
+/// `TopicValidator.RMQ_SYS_ROCKSDB_OFFSET_TOPIC` (a system topic name in Java 5.3.3).
+pub const ROCKSDB_OFFSET_TOPIC: &str = "CHECKPOINT_TOPIC";
 pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
 pub const RETRY_GROUP_TOPIC_PREFIX: &str = "%RETRY%";
 pub const DLQ_GROUP_TOPIC_PREFIX: &str = "%DLQ%";
@@ -42,6 +44,7 @@ const SYSTEM_TOPICS: &[&str] = &[
     TRANS_CHECK_MAX_TIME_TOPIC,
     SELF_TEST_TOPIC,
     OFFSET_MOVED_EVENT,
+    ROCKSDB_OFFSET_TOPIC,
 ];
 
 /// Only `^[%|a-zA-Z0-9_-]+$` is allowed in topic and group names.

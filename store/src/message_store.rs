@@ -387,6 +387,27 @@ impl MessageStore {
         )
     }
 
+    /// [`MessageStore::get_messages`] for the broker's own services (the timer wheel's intake,
+    /// which polls its queue every few milliseconds): not counted in the pull statistics
+    /// (`getFoundTps`, `getMissTps`), as Java's timer reads its ConsumeQueue directly.
+    pub fn read_queue(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: i32,
+        max_total_bytes: usize,
+    ) -> GetMessagesResult {
+        self.shared.get_messages_inner(
+            topic,
+            queue_id,
+            offset,
+            max_msg_nums,
+            max_total_bytes,
+            &|_| true,
+        )
+    }
+
     /// The next queue offset to be written (0 for an unknown queue).
     pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> i64 {
         self.shared.max_offset_in_queue(topic, queue_id)

@@ -103,7 +103,7 @@ impl Shared {
         result
     }
 
-    fn get_messages_inner(
+    pub(crate) fn get_messages_inner(
         &self,
         topic: &str,
         queue_id: i32,

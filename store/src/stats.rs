@@ -124,9 +124,15 @@ impl Stats {
 
     /// "tps10 tps60 tps600" of one counter; a window without enough history is empty, as in Java.
     fn tps(&self, pick: impl Fn(&Sample) -> u64) -> String {
+        self.tps_or(pick, "")
+    }
+
+    /// [`Stats::tps`] with `missing` for a window without enough history: Java's `getTotalTps`
+    /// prints `0.0` there (the Dashboard averages its three values).
+    fn tps_or(&self, pick: impl Fn(&Sample) -> u64, missing: &str) -> String {
         let samples = self.samples.lock();
         let Some(last) = samples.back() else {
-            return "  ".to_string();
+            return format!("{missing} {missing} {missing}");
         };
         let window = |seconds: i64| {
             samples
@@ -138,7 +144,7 @@ impl Stats {
                     // Debug formatting prints doubles as Java does ("100.0").
                     format!("{:?}", calls / (last.at_ms - begin.at_ms) as f64 * 1000.0)
                 })
-                .unwrap_or_default()
+                .unwrap_or_else(|| missing.to_string())
         };
         format!("{} {} {}", window(10), window(60), window(600))
     }
@@ -183,7 +189,10 @@ impl Stats {
         info.push(("putTps".to_string(), self.tps(|s| s.put)));
         info.push(("getFoundTps".to_string(), self.tps(|s| s.found)));
         info.push(("getMissTps".to_string(), self.tps(|s| s.miss)));
-        info.push(("getTotalTps".to_string(), self.tps(|s| s.found + s.miss)));
+        info.push((
+            "getTotalTps".to_string(),
+            self.tps_or(|s| s.found + s.miss, "0.0"),
+        ));
         info.push(("getTransferredTps".to_string(), self.tps(|s| s.transferred)));
         info
     }
@@ -203,6 +212,7 @@ mod tests {
         let info = stats.runtime_info(0, 20_000);
         let get = |key: &str| info.iter().find(|(k, _)| k == key).unwrap().1.clone();
         assert_eq!(get("putTps"), "100.0  ");
+        assert_eq!(get("getTotalTps"), "0.0 0.0 0.0");
         assert_eq!(get("runtime"), "[ 0 days, 0 hours, 0 minutes, 20 seconds ]");
         assert_eq!(get("putMessageTimesTotal"), "2100");
     }

@@ -10,13 +10,19 @@
 //                                                wait (60 s at most) until it consumed <count>
 //   @consumed <count>                            wait (90 s at most) until the consumer above has
 //                                                consumed <count> in all (after an offset reset)
-//   @systemTopics <namesrv>                      print the admin API's getSystemTopicList (the
+//   @systemTopics <namesrv>                      print the client API's getSystemTopicList (the
 //                                                Dashboard's topic list asks for it)
+//   @consumeDirectly <namesrv> <group> <topic>   ask the broker to hand the producer's last
+//                                                message to the consumer above (what
+//                                                `queryMsgById -g -d` does) and print the result
+//   @consumerStatus <namesrv> <group> <topic>    the admin API's getConsumeStatus (mqadmin 5.3.3
+//                                                does not register its getConsumerStatus command)
 //   @sleep <ms>
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Paths;
 import java.util.List;
+import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -24,13 +30,19 @@ import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.SendResult;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageQueue;
+import org.apache.rocketmq.remoting.protocol.body.ConsumeMessageDirectlyResult;
+import org.apache.rocketmq.remoting.protocol.body.TopicList;
 import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 
 public class MqAdminBatch {
     /// What the @consumer's listener has consumed.
     private static final AtomicInteger CONSUMED = new AtomicInteger();
+    private static DefaultMQPushConsumer consumer;
+    private static String lastOffsetMsgId;
 
     public static void main(String[] args) throws Exception {
         List<String> lines = Files.readAllLines(Paths.get(args[0]), StandardCharsets.UTF_8);
@@ -75,14 +87,16 @@ public class MqAdminBatch {
                 int count = Integer.parseInt(words[4]);
                 for (int i = 0; i < count; i++) {
                     Message msg = new Message(words[3], "TagA", ("batch " + i).getBytes(StandardCharsets.UTF_8));
-                    System.out.println(producer.send(msg).getSendStatus());
+                    SendResult sent = producer.send(msg);
+                    lastOffsetMsgId = sent.getOffsetMsgId();
+                    System.out.println(sent.getSendStatus());
                 }
                 // Producers heartbeat every 30 s; the broker should know this one now.
                 producer.getDefaultMQProducerImpl().getMqClientFactory().sendHeartbeatToAllBrokerWithLock();
                 break;
             }
             case "@consumer": {
-                DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(words[2]);
+                consumer = new DefaultMQPushConsumer(words[2]);
                 consumer.setNamesrvAddr(words[1]);
                 consumer.setInstanceName("batch-consumer");
                 consumer.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
@@ -104,8 +118,43 @@ public class MqAdminBatch {
                 admin.setInstanceName("batch-admin");
                 admin.start();
                 try {
-                    for (String topic : new TreeSet<>(admin.getSystemTopicList().getTopicList())) {
+                    // What the Dashboard's MQAdminExtImpl.getSystemTopicList calls.
+                    TopicList list = admin.getDefaultMQAdminExtImpl().getMqClientInstance()
+                        .getMQClientAPIImpl().getSystemTopicList(10_000);
+                    for (String topic : new TreeSet<>(list.getTopicList())) {
                         System.out.println("system topic " + topic);
+                    }
+                } finally {
+                    admin.shutdown();
+                }
+                break;
+            }
+            case "@consumeDirectly": {
+                DefaultMQAdminExt admin = new DefaultMQAdminExt();
+                admin.setNamesrvAddr(words[1]);
+                admin.setInstanceName("batch-admin-direct");
+                admin.start();
+                try {
+                    ConsumeMessageDirectlyResult result = admin.consumeMessageDirectly(
+                        words[2], consumer.buildMQClientId(), words[3], lastOffsetMsgId);
+                    System.out.println("direct " + result.getConsumeResult());
+                } finally {
+                    admin.shutdown();
+                }
+                break;
+            }
+            case "@consumerStatus": {
+                DefaultMQAdminExt admin = new DefaultMQAdminExt();
+                admin.setNamesrvAddr(words[1]);
+                admin.setInstanceName("batch-admin-status");
+                admin.start();
+                try {
+                    Map<String, Map<MessageQueue, Long>> table = admin.getConsumeStatus(words[3], words[2], "");
+                    for (Map.Entry<String, Map<MessageQueue, Long>> client : table.entrySet()) {
+                        for (Map.Entry<MessageQueue, Long> queue : client.getValue().entrySet()) {
+                            System.out.println("status " + client.getKey() + " " + queue.getKey().getBrokerName()
+                                + " " + queue.getKey().getQueueId() + " " + queue.getValue());
+                        }
                     }
                 } finally {
                     admin.shutdown();

@@ -46,6 +46,13 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::GET_CONSUMER_RUNNING_INFO
             | code::VIEW_BROKER_STATS_DATA
             | code::INVOKE_BROKER_TO_RESET_OFFSET
+            | code::GET_BROKER_CONSUME_STATS
+            | code::GET_ALL_PRODUCER_INFO
+            | code::CONSUME_MESSAGE_DIRECTLY
+            | code::QUERY_CONSUME_QUEUE
+            | code::GET_CONSUMER_STATUS_FROM_CLIENT
+            | code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS
+            | code::CLONE_GROUP_OFFSET
     )
 }
 
@@ -109,6 +116,42 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
             queue_id: f.opt_num("queueId")?.unwrap_or(-1),
             offset: f.opt_num("offset")?,
         },
+        code::GET_ALL_PRODUCER_INFO => AdminCommand::AllProducerInfo,
+        // `GetConsumerStatusRequestHeader`: `clientAddr` holds the client id asked about.
+        code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS => AdminCommand::ConsumerStatus {
+            topic: f.string("topic")?,
+            group: f.string("group")?,
+            client_id: f.opt_string("clientAddr").unwrap_or_default(),
+        },
+        code::GET_CONSUMER_STATUS_FROM_CLIENT => AdminCommand::ConsumerStatusFromClient {
+            topic: f.string("topic")?,
+            group: f.string("group")?,
+        },
+        code::CLONE_GROUP_OFFSET => AdminCommand::CloneGroupOffset {
+            src_group: f.string("srcGroup")?,
+            dest_group: f.string("destGroup")?,
+            topic: f.opt_string("topic").unwrap_or_default(),
+            offline: f.opt_bool("offline") == Some(true),
+        },
+        code::QUERY_CONSUME_QUEUE => AdminCommand::QueryConsumeQueue {
+            topic: f.string("topic")?,
+            queue_id: f.num("queueId")?,
+            index: f.num("index")?,
+            count: f.num("count")?,
+            group: f.opt_string("consumerGroup"),
+        },
+        // `ConsumeMessageDirectlyResultRequestHeader`.
+        code::CONSUME_MESSAGE_DIRECTLY => AdminCommand::ConsumeMessageDirectly {
+            group: f.string("consumerGroup")?,
+            client_id: f.opt_string("clientId").unwrap_or_default(),
+            msg_id: f.opt_string("msgId").unwrap_or_default(),
+            topic: f.opt_string("topic"),
+            broker_name: f.opt_string("brokerName"),
+            message: None,
+        },
+        code::GET_BROKER_CONSUME_STATS => AdminCommand::BrokerConsumeStats {
+            order_only: f.opt_bool("isOrder") == Some(true),
+        },
         code::VIEW_BROKER_STATS_DATA => AdminCommand::StatsData {
             name: f.string("statsName")?,
             key: f.string("statsKey")?,
@@ -140,6 +183,13 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::ConsumerRunningInfo { .. } => code::GET_CONSUMER_RUNNING_INFO,
         AdminCommand::StatsData { .. } => code::VIEW_BROKER_STATS_DATA,
         AdminCommand::ResetOffset { .. } => code::INVOKE_BROKER_TO_RESET_OFFSET,
+        AdminCommand::AllProducerInfo => code::GET_ALL_PRODUCER_INFO,
+        AdminCommand::ConsumerStatus { .. } => code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
+        AdminCommand::ConsumerStatusFromClient { .. } => code::GET_CONSUMER_STATUS_FROM_CLIENT,
+        AdminCommand::CloneGroupOffset { .. } => code::CLONE_GROUP_OFFSET,
+        AdminCommand::QueryConsumeQueue { .. } => code::QUERY_CONSUME_QUEUE,
+        AdminCommand::ConsumeMessageDirectly { .. } => code::CONSUME_MESSAGE_DIRECTLY,
+        AdminCommand::BrokerConsumeStats { .. } => code::GET_BROKER_CONSUME_STATS,
     }
 }
 
@@ -210,7 +260,64 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
                 out.put("offset", offset);
             }
         }
+        AdminCommand::BrokerConsumeStats { order_only } => {
+            out.put("isOrder", order_only);
+        }
+        AdminCommand::ConsumerStatus {
+            topic,
+            group,
+            client_id,
+        } => {
+            out.put("topic", topic)
+                .put("group", group)
+                .put("clientAddr", client_id);
+        }
+        AdminCommand::ConsumerStatusFromClient { topic, group } => {
+            out.put("topic", topic).put("group", group);
+        }
+        AdminCommand::CloneGroupOffset {
+            src_group,
+            dest_group,
+            topic,
+            offline,
+        } => {
+            out.put("srcGroup", src_group)
+                .put("destGroup", dest_group)
+                .put("topic", topic)
+                .put("offline", offline);
+        }
+        AdminCommand::QueryConsumeQueue {
+            topic,
+            queue_id,
+            index,
+            count,
+            group,
+        } => {
+            out.put("topic", topic)
+                .put("queueId", queue_id)
+                .put("index", index)
+                .put("count", count)
+                .put_opt("consumerGroup", group.as_ref());
+        }
+        AdminCommand::ConsumeMessageDirectly {
+            group,
+            client_id,
+            msg_id,
+            topic,
+            broker_name,
+            message,
+        } => {
+            out.put("consumerGroup", group)
+                .put("clientId", client_id)
+                .put("msgId", msg_id)
+                .put_opt("topic", topic.as_ref())
+                .put_opt("brokerName", broker_name.as_ref());
+            if let Some(message) = message {
+                cmd.body = Body::from(message.clone());
+            }
+        }
         AdminCommand::HaStatus
+        | AdminCommand::AllProducerInfo
         | AdminCommand::GetBrokerConfig
         | AdminCommand::GetNamesrvConfig
         | AdminCommand::GetAllSubscriptionGroups
@@ -304,6 +411,47 @@ struct SystemTopicList<'a> {
     topic_list: &'a [String],
 }
 
+/// `QueryConsumeQueueResponseBody` (nulls left out, as fastjson does).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct QueryConsumeQueueResponseBody<'a> {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filter_data: Option<&'a str>,
+    max_queue_index: i64,
+    min_queue_index: i64,
+    queue_data: Vec<ConsumeQueueData>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    subscription_data: Option<&'a SubscriptionData>,
+}
+
+/// `ConsumeQueueData` of an entry without a ConsumeQueue extension (Skiff writes none).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConsumeQueueData {
+    eval: bool,
+    physic_offset: i64,
+    physic_size: i32,
+    tags_code: i64,
+}
+
+/// `ProducerTableInfo`.
+#[derive(Serialize)]
+struct ProducerTableInfo<'a> {
+    data: BTreeMap<&'a str, Vec<ProducerInfoJson<'a>>>,
+}
+
+/// `ProducerInfo`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ProducerInfoJson<'a> {
+    client_id: &'a str,
+    language: &'a str,
+    last_update_timestamp: i64,
+    #[serde(rename = "remoteIP")]
+    remote_ip: String,
+    version: i32,
+}
+
 /// `BrokerStatsData`.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -369,6 +517,64 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
             cmd.code = answer.code;
             cmd.remark = answer.remark;
             cmd.body = Body::from(answer.body);
+        }
+        AdminReply::ProducerTable(table) => {
+            let data: BTreeMap<&str, Vec<ProducerInfoJson>> = table
+                .iter()
+                .map(|(group, list)| {
+                    let list = list
+                        .iter()
+                        .map(|p| ProducerInfoJson {
+                            client_id: &p.connection.client_id,
+                            language: &p.connection.language,
+                            last_update_timestamp: p.last_update_timestamp,
+                            // Netty's `remoteAddress().toString()`.
+                            remote_ip: format!("/{}", p.connection.client_addr),
+                            version: p.connection.version,
+                        })
+                        .collect();
+                    (group.as_str(), list)
+                })
+                .collect();
+            cmd.body = Body::from(to_json(&ProducerTableInfo { data }).into_bytes());
+        }
+        AdminReply::BrokerConsumeStats {
+            broker_addr,
+            groups,
+            total_diff,
+            total_inflight_diff,
+        } => {
+            let json = super::body::consume_stats_list_json(
+                &broker_addr,
+                &groups,
+                total_diff,
+                total_inflight_diff,
+            );
+            cmd.body = Body::from(json.into_bytes());
+        }
+        AdminReply::ConsumeQueue(view) => match &view.entries {
+            None => cmd.remark = view.remark.clone(),
+            Some(entries) => {
+                let body = QueryConsumeQueueResponseBody {
+                    filter_data: view.filter_data.as_deref(),
+                    max_queue_index: view.max_queue_index,
+                    min_queue_index: view.min_queue_index,
+                    queue_data: entries
+                        .iter()
+                        .map(|e| ConsumeQueueData {
+                            eval: false,
+                            physic_offset: e.physical_offset,
+                            physic_size: e.size,
+                            tags_code: e.tags_code,
+                        })
+                        .collect(),
+                    subscription_data: view.subscription.as_ref(),
+                };
+                cmd.body = Body::from(to_json(&body).into_bytes());
+            }
+        },
+        AdminReply::ConsumerStatus(table) => {
+            cmd.body = Body::from(super::body::consumer_status_json(&table).into_bytes());
         }
         AdminReply::ResetOffsets(offsets) => {
             cmd.body = Body::from(super::body::reset_offset_json(&offsets).into_bytes());
@@ -604,5 +810,143 @@ mod tests {
         let reply = Reply::Admin(AdminReply::Groups(vec!["g1".into(), "g2".into()]));
         let body = encode_any_reply(&req, reply).body.to_bytes();
         assert_eq!(&body[..], b"{\"groupList\":[\"g1\",\"g2\"]}");
+    }
+
+    #[test]
+    fn connection_stats_and_reset_bodies_are_javas() {
+        use skiff_model::admin::ProducerInfo;
+        use skiff_model::consumer::MessageQueue;
+
+        let connection = ClientConnection {
+            client_id: "10.0.0.1@c".into(),
+            client_addr: "10.0.0.1:5000".into(),
+            language: "GO".into(),
+            version: 317,
+        };
+        let mut subscriptions = BTreeMap::new();
+        subscriptions.insert(
+            "T".to_string(),
+            SubscriptionData::from_expression("T", "TAG", "*", 1),
+        );
+        let req = request(
+            code::GET_CONSUMER_CONNECTION_LIST,
+            &[("consumerGroup", "g")],
+        );
+        assert_eq!(
+            decode_request(&req).unwrap(),
+            Request::Admin(AdminCommand::ConsumerConnections { group: "g".into() })
+        );
+        let reply = Reply::Admin(AdminReply::ConsumerConnections(ConsumerConnections {
+            connections: vec![connection.clone()],
+            subscriptions,
+            consume_type: ConsumeType::ConsumePassively,
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+        }));
+        let body = encode_any_reply(&req, reply).body.to_bytes();
+        let text = std::str::from_utf8(&body).unwrap();
+        assert!(
+            text.starts_with(
+                "{\"connectionSet\":[{\"clientAddr\":\"10.0.0.1:5000\",\"clientId\":\"10.0.0.1@c\",\
+                 \"language\":\"GO\",\"version\":317}],\"consumeFromWhere\":\"CONSUME_FROM_FIRST_OFFSET\",\
+                 \"consumeType\":\"CONSUME_PASSIVELY\",\"messageModel\":\"CLUSTERING\",\
+                 \"subscriptionTable\":{\"T\":{"
+            ),
+            "{text}"
+        );
+
+        let req = request(code::GET_ALL_PRODUCER_INFO, &[]);
+        let mut table = BTreeMap::new();
+        table.insert(
+            "pg".to_string(),
+            vec![ProducerInfo {
+                connection,
+                last_update_timestamp: 42,
+            }],
+        );
+        let body = encode_any_reply(&req, Reply::Admin(AdminReply::ProducerTable(table)))
+            .body
+            .to_bytes();
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            "{\"data\":{\"pg\":[{\"clientId\":\"10.0.0.1@c\",\"language\":\"GO\",\
+             \"lastUpdateTimestamp\":42,\"remoteIP\":\"/10.0.0.1:5000\",\"version\":317}]}}"
+        );
+
+        let req = request(
+            code::VIEW_BROKER_STATS_DATA,
+            &[("statsName", "TOPIC_PUT_NUMS"), ("statsKey", "T")],
+        );
+        let window = StatsWindow {
+            sum: 5,
+            tps: 0.5,
+            avgpt: 1.0,
+        };
+        let reply = Reply::Admin(AdminReply::StatsData(StatsData {
+            minute: window,
+            hour: StatsWindow::default(),
+            day: StatsWindow::default(),
+        }));
+        let body = encode_any_reply(&req, reply).body.to_bytes();
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            "{\"statsDay\":{\"avgpt\":0.0,\"sum\":0,\"tps\":0.0},\
+             \"statsHour\":{\"avgpt\":0.0,\"sum\":0,\"tps\":0.0},\
+             \"statsMinute\":{\"avgpt\":1.0,\"sum\":5,\"tps\":0.5}}"
+        );
+
+        // ResetOffsetRequestHeader without queueId and offset: every queue, by time.
+        let req = request(
+            code::INVOKE_BROKER_TO_RESET_OFFSET,
+            &[
+                ("topic", "T"),
+                ("group", "g"),
+                ("timestamp", "0"),
+                ("isForce", "true"),
+            ],
+        );
+        assert_eq!(
+            decode_request(&req).unwrap(),
+            Request::Admin(AdminCommand::ResetOffset {
+                topic: "T".into(),
+                group: "g".into(),
+                timestamp: 0,
+                queue_id: -1,
+                offset: None,
+            })
+        );
+        let queue = MessageQueue {
+            topic: "T".into(),
+            broker_name: "b".into(),
+            queue_id: 1,
+        };
+        let reply = Reply::Admin(AdminReply::ResetOffsets(vec![(queue, 7)]));
+        let body = encode_any_reply(&req, reply).body.to_bytes();
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            "{\"offsetTable\":{{\"brokerName\":\"b\",\"queueId\":1,\"topic\":\"T\"}:7}}"
+        );
+    }
+
+    #[test]
+    fn a_relayed_answer_keeps_the_clients_code_remark_and_body() {
+        let req = request(
+            code::GET_CONSUMER_RUNNING_INFO,
+            &[
+                ("consumerGroup", "g"),
+                ("clientId", "c"),
+                ("jstackEnable", "false"),
+            ],
+        );
+        let reply = Reply::Admin(AdminReply::FromClient(skiff_model::admin::ClientAnswer {
+            code: 1,
+            remark: Some("busy".into()),
+            body: bytes::Bytes::from_static(b"{}"),
+        }));
+        let cmd = encode_any_reply(&req, reply);
+        assert_eq!(
+            (cmd.code, cmd.remark.as_deref(), &cmd.body.to_bytes()[..]),
+            (1, Some("busy"), &b"{}"[..])
+        );
     }
 }

@@ -211,17 +211,82 @@ pub(super) fn reset_offset_json(offsets: &[(MessageQueue, i64)]) -> String {
     })
 }
 
-/// `ConsumeStats` as Java writes it.
-pub(super) fn consume_stats_json(stats: &ConsumeStats) -> String {
+/// `GetConsumerStatusBody` as the broker answers it: offsets by client id.
+pub(super) fn consumer_status_json(table: &BTreeMap<String, Vec<(MessageQueue, i64)>>) -> String {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Wire<'a> {
-        offset_table: QueueMap<'a, OffsetWrapper>,
-        consume_tps: f64,
+        consumer_table: BTreeMap<&'a str, QueueMap<'a, i64>>,
+        message_queue_table: BTreeMap<(), ()>,
     }
     to_json(&Wire {
-        offset_table: QueueMap(&stats.offset_table),
-        consume_tps: stats.consume_tps,
+        consumer_table: table
+            .iter()
+            .map(|(client, offsets)| (client.as_str(), QueueMap(offsets)))
+            .collect(),
+        message_queue_table: BTreeMap::new(),
+    })
+}
+
+/// A client's `GetConsumerStatusBody` (its `messageQueueTable`: offset by queue), as the Java
+/// client writes it.
+pub fn parse_client_consumer_status(body: &[u8]) -> Result<Vec<(MessageQueue, i64)>, String> {
+    let value: Value = fastjson::parse_slice(body).map_err(|e| e.to_string())?;
+    queue_map(&value, "messageQueueTable")
+}
+
+/// `ConsumeStats` as Java writes it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ConsumeStatsWire<'a> {
+    offset_table: QueueMap<'a, OffsetWrapper>,
+    consume_tps: f64,
+}
+
+impl<'a> From<&'a ConsumeStats> for ConsumeStatsWire<'a> {
+    fn from(stats: &'a ConsumeStats) -> Self {
+        ConsumeStatsWire {
+            offset_table: QueueMap(&stats.offset_table),
+            consume_tps: stats.consume_tps,
+        }
+    }
+}
+
+pub(super) fn consume_stats_json(stats: &ConsumeStats) -> String {
+    to_json(&ConsumeStatsWire::from(stats))
+}
+
+/// `ConsumeStatsList`: `consumeStatsList` is a list of one-entry maps, group → its stats.
+pub(super) fn consume_stats_list_json(
+    broker_addr: &str,
+    groups: &[(String, Vec<ConsumeStats>)],
+    total_diff: i64,
+    total_inflight_diff: i64,
+) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Wire<'a> {
+        broker_addr: &'a str,
+        consume_stats_list: Vec<BTreeMap<&'a str, Vec<ConsumeStatsWire<'a>>>>,
+        total_diff: i64,
+        total_inflight_diff: i64,
+    }
+    let consume_stats_list = groups
+        .iter()
+        .map(|(group, list)| {
+            let mut one = BTreeMap::new();
+            one.insert(
+                group.as_str(),
+                list.iter().map(ConsumeStatsWire::from).collect(),
+            );
+            one
+        })
+        .collect();
+    to_json(&Wire {
+        broker_addr,
+        consume_stats_list,
+        total_diff,
+        total_inflight_diff,
     })
 }
 

@@ -68,6 +68,13 @@ pub mod request {
     pub const GET_CONSUMER_RUNNING_INFO: i32 = 307;
     pub const VIEW_BROKER_STATS_DATA: i32 = 315;
     pub const INVOKE_BROKER_TO_RESET_OFFSET: i32 = 222;
+    pub const GET_BROKER_CONSUME_STATS: i32 = 317;
+    pub const GET_ALL_PRODUCER_INFO: i32 = 328;
+    pub const CONSUME_MESSAGE_DIRECTLY: i32 = 309;
+    pub const QUERY_CONSUME_QUEUE: i32 = 321;
+    pub const GET_CONSUMER_STATUS_FROM_CLIENT: i32 = 221;
+    pub const INVOKE_BROKER_TO_GET_CONSUMER_STATUS: i32 = 223;
+    pub const CLONE_GROUP_OFFSET: i32 = 314;
 }
 
 /// Response codes.

@@ -20,7 +20,7 @@ mod reply;
 mod request;
 
 pub use access::access_request;
-pub use body::register_broker_body_len;
+pub use body::{parse_client_consumer_status, register_broker_body_len};
 pub use command::{Body, LanguageCode, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
 pub use frame::{decode_frame, encode_frame, CodecError, RemotingCodec};
 pub use reply::{decode_reply, encode_reply, ReplyDecodeError};

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use skiff_model::admin::AdminReply;
 use skiff_model::command::{ErrorKind, Reply};
 use skiff_model::consumer::{
     ConsumeStats, MessageQueue, OffsetWrapper, SubscriptionGroupConfig, TopicOffset,
@@ -14,7 +15,7 @@ use skiff_model::topic;
 use skiff_protocol::remoting::SKIFF_VERSION;
 use tracing::info;
 
-use super::BrokerState;
+use super::{traffic, BrokerState};
 use crate::net::Handled;
 
 /// The RocketMQ version Skiff answers as (`MQVersion.getVersionDesc`).
@@ -191,6 +192,7 @@ pub(super) fn consume_stats(state: &BrokerState, group: &str, topic: Option<&str
         None => state.offsets.topics_of_group(group),
     };
     let mut offset_table = Vec::new();
+    let mut consume_tps = 0.0;
     for name in topics {
         let Some(config) = state.topics.get(&name) else {
             continue;
@@ -200,6 +202,11 @@ pub(super) fn consume_stats(state: &BrokerState, group: &str, topic: Option<&str
         if !subscribes && state.consumers.subscription_count(group).unwrap_or(0) > 0 {
             continue;
         }
+        // `tpsGroupGetNums`: messages per second the group pulled over the last minute.
+        consume_tps += state
+            .traffic
+            .data(traffic::GROUP_GET_NUMS, &format!("{name}@{group}"))
+            .map_or(0.0, |data| data.minute.tps);
         for queue_id in 0..stats_queue_count(state, config.read_queue_nums) {
             let broker_offset = state.store.max_offset_in_queue(&name, queue_id).max(0);
             let consumer_offset = state
@@ -233,7 +240,42 @@ pub(super) fn consume_stats(state: &BrokerState, group: &str, topic: Option<&str
     }
     Reply::ConsumeStats(ConsumeStats {
         offset_table,
-        consume_tps: 0.0,
+        consume_tps,
+    })
+}
+
+/// GET_BROKER_CONSUME_STATS (`mqadmin brokerConsumeStats`): GET_CONSUME_STATS of every
+/// subscription group over the topics it has offsets on, and the broker's total backlog.
+pub(super) fn broker_consume_stats(state: &BrokerState, order_only: bool) -> Reply {
+    let (groups, _) = state.groups.snapshot();
+    let mut total_diff = 0;
+    let mut total_inflight_diff = 0;
+    let mut stats = Vec::with_capacity(groups.len());
+    for group in groups.keys() {
+        let mut per_topic = Vec::new();
+        for topic in state.offsets.topics_of_group(group) {
+            if order_only && !state.topics.get(&topic).is_some_and(|t| t.order) {
+                continue;
+            }
+            let Reply::ConsumeStats(topic_stats) = consume_stats(state, group, Some(&topic)) else {
+                continue;
+            };
+            if topic_stats.offset_table.is_empty() {
+                continue;
+            }
+            for (_, offsets) in &topic_stats.offset_table {
+                total_diff += offsets.broker_offset - offsets.consumer_offset;
+                total_inflight_diff += offsets.pull_offset - offsets.consumer_offset;
+            }
+            per_topic.push(topic_stats);
+        }
+        stats.push((group.clone(), per_topic));
+    }
+    Reply::Admin(AdminReply::BrokerConsumeStats {
+        broker_addr: state.broker_addr.clone(),
+        groups: stats,
+        total_diff,
+        total_inflight_diff,
     })
 }
 

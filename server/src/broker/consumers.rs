@@ -218,6 +218,23 @@ impl ConsumerManager {
         })
     }
 
+    /// The group's members: client id and connection, by client id.
+    pub fn members(&self, group: &str) -> Vec<(String, ClientChannel)> {
+        let mut members: Vec<(String, ClientChannel)> = self
+            .groups
+            .read()
+            .get(group)
+            .map(|info| {
+                info.members
+                    .values()
+                    .map(|m| (m.client_id.clone(), m.channel.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        members.sort_by(|a, b| a.0.cmp(&b.0));
+        members
+    }
+
     /// The open connection of the group's member `client_id` (`findChannel`).
     pub fn find_channel(&self, group: &str, client_id: &str) -> Option<ClientChannel> {
         let groups = self.groups.read();

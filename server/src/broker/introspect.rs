@@ -10,18 +10,26 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use skiff_model::admin::{AdminCommand, AdminReply, ClientAnswer, HaStatus};
+use bytes::Bytes;
+use skiff_model::admin::{
+    AdminCommand, AdminReply, ClientAnswer, ConsumeQueueEntry, ConsumeQueueView, HaStatus,
+};
 use skiff_model::command::{BoundaryType, ErrorKind, Reply, Request};
 use skiff_model::consumer::MessageQueue;
+use skiff_model::record;
 use skiff_model::route::DataVersion;
 
-use tracing::info;
+use skiff_protocol::remoting;
+use std::collections::BTreeMap;
+use tracing::{debug, info, warn};
 
 use super::BrokerState;
 use crate::net::{ClientRequestError, Handled};
 
 /// How long the broker waits for a client it asks on an operator's behalf (`callClient`).
 const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long it waits for each consumer's status (`getConsumeStatus`).
+const CONSUMER_STATUS_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub(super) fn handle(state: &Arc<BrokerState>, command: AdminCommand) -> Handled {
     match command {
@@ -29,7 +37,43 @@ pub(super) fn handle(state: &Arc<BrokerState>, command: AdminCommand) -> Handled
             group,
             client_id,
             jstack,
-        } => call_consumer(state, group, client_id, jstack),
+        } => {
+            let forward = AdminCommand::ConsumerRunningInfo {
+                group: group.clone(),
+                client_id: client_id.clone(),
+                jstack,
+            };
+            call_consumer(state, group, client_id, async move { Ok(forward) })
+        }
+        AdminCommand::ConsumeMessageDirectly {
+            group,
+            client_id,
+            msg_id,
+            topic,
+            ..
+        } => {
+            let lookup = {
+                let state = state.clone();
+                let (group, client_id) = (group.clone(), client_id.clone());
+                async move {
+                    let message = read_by_offset_msg_id(&state, &msg_id).await?;
+                    Ok(AdminCommand::ConsumeMessageDirectly {
+                        group,
+                        client_id,
+                        msg_id,
+                        topic,
+                        broker_name: Some(state.config.broker_name.clone()),
+                        message: Some(message),
+                    })
+                }
+            };
+            call_consumer(state, group, client_id, lookup)
+        }
+        AdminCommand::ConsumerStatus {
+            topic,
+            group,
+            client_id,
+        } => consumer_status(state, topic, group, client_id),
         other => Handled::Now(answer(state, other)),
     }
 }
@@ -50,6 +94,25 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
                 format!("the producer group[{group}] not exist"),
             ),
         },
+        AdminCommand::QueryConsumeQueue {
+            topic,
+            queue_id,
+            index,
+            count,
+            group,
+        } => query_consume_queue(state, &topic, queue_id, index, count, group.as_deref()),
+        AdminCommand::CloneGroupOffset {
+            src_group,
+            dest_group,
+            topic,
+            offline,
+        } => clone_group_offset(state, &src_group, &dest_group, &topic, offline),
+        AdminCommand::AllProducerInfo => Reply::Admin(AdminReply::ProducerTable(
+            state.producers.table(super::now_millis()),
+        )),
+        AdminCommand::BrokerConsumeStats { order_only } => {
+            super::admin::broker_consume_stats(state, order_only)
+        }
         AdminCommand::SystemTopicsFromBroker => Reply::Admin(AdminReply::SystemTopics {
             topics: state.topics.system_topics(),
             broker_addr: None,
@@ -110,6 +173,60 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
             ),
         ),
     }
+}
+
+/// Most entries one QUERY_CONSUME_QUEUE returns (Java has no bound; the count is the client's).
+const MAX_CONSUME_QUEUE_ENTRIES: i32 = 1_000;
+
+/// QUERY_CONSUME_QUEUE (`queryConsumeQueue`): entries of one queue from `index`, each with its
+/// CommitLog position, size and tag code.
+fn query_consume_queue(
+    state: &BrokerState,
+    topic: &str,
+    queue_id: i32,
+    index: i64,
+    count: i32,
+    group: Option<&str>,
+) -> Reply {
+    if !state.store.queue_ids(topic).contains(&queue_id) {
+        return Reply::error(
+            ErrorKind::SystemError,
+            format!("{queue_id}@{topic} is not exist!"),
+        );
+    }
+    let min = state.store.min_offset_in_queue(topic, queue_id);
+    let max = state.store.max_offset_in_queue(topic, queue_id);
+    let (subscription, filter_data) = match group {
+        None => (None, None),
+        Some(group) => match state.consumers.subscription(group, topic) {
+            Some(subscription) => (Some(subscription), Some("null".to_string())),
+            None => (None, Some(format!("{group}@{topic} is not online!"))),
+        },
+    };
+    let mut view = ConsumeQueueView {
+        subscription,
+        filter_data,
+        max_queue_index: max,
+        min_queue_index: min,
+        entries: None,
+        remark: None,
+    };
+    if index < min || index >= max {
+        view.remark = Some(format!("Index {index} of {queue_id}@{topic} is not exist!"));
+        return Reply::Admin(AdminReply::ConsumeQueue(Box::new(view)));
+    }
+    let end = max.min(index.saturating_add(i64::from(count.clamp(0, MAX_CONSUME_QUEUE_ENTRIES))));
+    view.entries = Some(
+        (index..end)
+            .map_while(|offset| state.store.queue_entry(topic, queue_id, offset))
+            .map(|entry| ConsumeQueueEntry {
+                physical_offset: entry.physical_offset,
+                size: entry.record.as_ref().map_or(0, |r| r.len() as i32),
+                tags_code: entry.tags_code,
+            })
+            .collect(),
+    );
+    Reply::Admin(AdminReply::ConsumeQueue(Box::new(view)))
 }
 
 /// INVOKE_BROKER_TO_RESET_OFFSET as Java 5's server-side reset (`resetOffsetInner`): the offsets
@@ -191,13 +308,14 @@ fn reset_offset(
     ))
 }
 
-/// GET_CONSUMER_RUNNING_INFO: passed on to the consumer, whose answer goes back as it is
-/// (`AdminBrokerProcessor.callConsumer`, with its remarks).
+/// GET_CONSUMER_RUNNING_INFO and CONSUME_MESSAGE_DIRECTLY: passed on to the consumer (what
+/// `forward` makes), whose answer goes back as it is (`AdminBrokerProcessor.callConsumer`, with its
+/// remarks).
 fn call_consumer(
     state: &Arc<BrokerState>,
     group: String,
     client_id: String,
-    jstack: bool,
+    forward: impl std::future::Future<Output = Result<AdminCommand, Reply>> + Send + 'static,
 ) -> Handled {
     let Some(channel) = state.consumers.find_channel(&group, &client_id) else {
         return Handled::Now(Reply::error(
@@ -206,11 +324,10 @@ fn call_consumer(
         ));
     };
     Handled::Later(Box::pin(async move {
-        let request = Request::Admin(AdminCommand::ConsumerRunningInfo {
-            group: group.clone(),
-            client_id: client_id.clone(),
-            jstack,
-        });
+        let request = match forward.await {
+            Ok(command) => Request::Admin(command),
+            Err(reply) => return reply,
+        };
         match channel.request(&request, CALL_CLIENT_TIMEOUT).await {
             Ok(response) => Reply::Admin(AdminReply::FromClient(ClientAnswer {
                 code: response.code,
@@ -227,6 +344,105 @@ fn call_consumer(
             ),
         }
     }))
+}
+
+/// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (`Broker2Client.getConsumeStatus`): every member of the
+/// group (or only `client_id`) is asked for its offsets on `topic` (GET_CONSUMER_STATUS_FROM_CLIENT,
+/// 5 s each); members that fail or time out are left out, as in Java.
+fn consumer_status(
+    state: &Arc<BrokerState>,
+    topic: String,
+    group: String,
+    client_id: String,
+) -> Handled {
+    let members = state.consumers.members(&group);
+    if members.is_empty() {
+        return Handled::Now(Reply::error(
+            ErrorKind::SystemError,
+            format!("No Any Consumer online in the consumer group: [{group}]"),
+        ));
+    }
+    Handled::Later(Box::pin(async move {
+        let request = Request::Admin(AdminCommand::ConsumerStatusFromClient {
+            topic: topic.clone(),
+            group: group.clone(),
+        });
+        let mut table = BTreeMap::new();
+        for (id, channel) in members {
+            if !client_id.is_empty() && id != client_id {
+                continue;
+            }
+            match channel.request(&request, CONSUMER_STATUS_TIMEOUT).await {
+                Ok(response) if response.code == 0 => {
+                    match remoting::parse_client_consumer_status(&response.body.to_bytes()) {
+                        Ok(offsets) => {
+                            table.insert(id, offsets);
+                        }
+                        Err(err) => warn!(client = %id, %err, "bad consumer status answer"),
+                    }
+                }
+                Ok(response) => {
+                    debug!(client = %id, code = response.code, "consumer status refused")
+                }
+                Err(err) => warn!(client = %id, %err, "consumer status not answered"),
+            }
+        }
+        info!(
+            topic,
+            group,
+            clients = table.len(),
+            "consumer status collected"
+        );
+        Reply::Admin(AdminReply::ConsumerStatus(table))
+    }))
+}
+
+/// CLONE_GROUP_OFFSET (`cloneGroupOffset`): the source group's committed offsets on the topic
+/// copied to the destination group.
+fn clone_group_offset(
+    state: &BrokerState,
+    src_group: &str,
+    dest_group: &str,
+    topic: &str,
+    offline: bool,
+) -> Reply {
+    let topics = if topic.trim().is_empty() {
+        state.offsets.topics_of_group(src_group)
+    } else {
+        vec![topic.to_string()]
+    };
+    for topic in topics {
+        if state.topics.get(&topic).is_none() {
+            continue;
+        }
+        let live = state.consumers.subscription_count(src_group).unwrap_or(0) > 0;
+        if !offline && live && state.consumers.subscription(src_group, &topic).is_none() {
+            continue;
+        }
+        if state.offsets.clone_offsets(src_group, dest_group, &topic) {
+            info!(topic, src_group, dest_group, "group offsets cloned");
+        }
+    }
+    Reply::Success
+}
+
+/// The stored record an offset message id names, read on a blocking thread (it may be cold).
+async fn read_by_offset_msg_id(state: &Arc<BrokerState>, msg_id: &str) -> Result<Bytes, Reply> {
+    let Some((_, offset)) = record::decode_offset_msg_id(msg_id) else {
+        return Err(Reply::error(
+            ErrorKind::SystemError,
+            format!("{msg_id} is not an offset message id"),
+        ));
+    };
+    let store = state.store.clone();
+    let read = tokio::task::spawn_blocking(move || store.read_message(offset)).await;
+    match read {
+        Ok(Some(record)) => Ok(record),
+        _ => Err(Reply::error(
+            ErrorKind::SystemError,
+            format!("can not find message by the offset, {offset}"),
+        )),
+    }
 }
 
 /// Java answers the union of live subscribers and groups that hold offsets on the topic.

@@ -335,6 +335,13 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::ConsumerRunningInfo { .. } => "GET_CONSUMER_RUNNING_INFO",
         AdminCommand::StatsData { .. } => "VIEW_BROKER_STATS_DATA",
         AdminCommand::ResetOffset { .. } => "INVOKE_BROKER_TO_RESET_OFFSET",
+        AdminCommand::AllProducerInfo => "GET_ALL_PRODUCER_INFO",
+        AdminCommand::ConsumerStatus { .. } => "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
+        AdminCommand::ConsumerStatusFromClient { .. } => "GET_CONSUMER_STATUS_FROM_CLIENT",
+        AdminCommand::CloneGroupOffset { .. } => "CLONE_GROUP_OFFSET",
+        AdminCommand::QueryConsumeQueue { .. } => "QUERY_CONSUME_QUEUE",
+        AdminCommand::ConsumeMessageDirectly { .. } => "CONSUME_MESSAGE_DIRECTLY",
+        AdminCommand::BrokerConsumeStats { .. } => "GET_BROKER_CONSUME_STATS",
     }
 }
 

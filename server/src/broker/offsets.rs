@@ -118,6 +118,19 @@ impl ConsumerOffsetManager {
         Some(offset)
     }
 
+    /// Copies `src`'s committed offsets on `topic` to `dest` (`cloneOffset`); false if `src` has
+    /// none there.
+    pub fn clone_offsets(&self, src: &str, dest: &str, topic: &str) -> bool {
+        let mut committed = self.committed.write();
+        let Some(offsets) = committed.get(&key(topic, src)).cloned() else {
+            return false;
+        };
+        committed.insert(key(topic, dest), offsets);
+        drop(committed);
+        self.dirty.store(true, Ordering::Release);
+        true
+    }
+
     /// Records how far a group has pulled (`commitPullOffset`).
     pub fn record_pull(&self, group: &str, topic: &str, queue_id: i32, next_offset: i64) {
         self.pulled
@@ -264,5 +277,27 @@ mod tests {
         offsets.remove_topic("T");
         assert_eq!(offsets.pending_resets.load(Ordering::Acquire), 0);
         assert_eq!(offsets.take_reset("g", "T", 1), None);
+    }
+
+    #[test]
+    fn offsets_clone_to_another_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BrokerConfig {
+            store_path_root_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        };
+        let offsets = ConsumerOffsetManager::load(&config);
+        assert!(!offsets.clone_offsets("src", "dest", "T"));
+        offsets.commit("src", "T", 0, 4);
+        offsets.commit("src", "T", 3, 9);
+        offsets.commit("dest", "T", 5, 1);
+        assert!(offsets.clone_offsets("src", "dest", "T"));
+        assert_eq!(offsets.query("dest", "T", 0), Some(4));
+        assert_eq!(offsets.query("dest", "T", 3), Some(9));
+        assert_eq!(
+            offsets.query("dest", "T", 5),
+            None,
+            "replaced, as Java's put"
+        );
     }
 }

@@ -4,11 +4,11 @@
 //! Membership is per connection, like consumers': a producer that disconnects, unregisters or
 //! stops heartbeating leaves every group it was in.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use parking_lot::RwLock;
-use skiff_model::admin::ClientConnection;
+use skiff_model::admin::{ClientConnection, ProducerInfo};
 
 use super::consumers::Heartbeater;
 use crate::net::ClientChannel;
@@ -19,6 +19,17 @@ struct Member {
     language: &'static str,
     version: i32,
     last_heartbeat: Instant,
+}
+
+impl Member {
+    fn connection(&self) -> ClientConnection {
+        ClientConnection {
+            client_id: self.client_id.clone(),
+            client_addr: self.channel.peer().to_string(),
+            language: self.language.to_string(),
+            version: self.version,
+        }
+    }
 }
 
 #[derive(Default)]
@@ -53,15 +64,31 @@ impl ProducerManager {
         let mut list: Vec<ClientConnection> = groups
             .get(group)?
             .values()
-            .map(|m| ClientConnection {
-                client_id: m.client_id.clone(),
-                client_addr: m.channel.peer().to_string(),
-                language: m.language.to_string(),
-                version: m.version,
-            })
+            .map(Member::connection)
             .collect();
         list.sort_by(|a, b| a.client_id.cmp(&b.client_id));
         Some(list)
+    }
+
+    /// Every group's connections with their last heartbeat (GET_ALL_PRODUCER_INFO); `now_ms` is
+    /// the wall clock the heartbeat ages are turned into timestamps with.
+    pub fn table(&self, now_ms: i64) -> BTreeMap<String, Vec<ProducerInfo>> {
+        let groups = self.groups.read();
+        groups
+            .iter()
+            .map(|(group, members)| {
+                let mut list: Vec<ProducerInfo> = members
+                    .values()
+                    .map(|m| ProducerInfo {
+                        connection: m.connection(),
+                        last_update_timestamp: now_ms
+                            - m.last_heartbeat.elapsed().as_millis() as i64,
+                    })
+                    .collect();
+                list.sort_by(|a, b| a.connection.client_id.cmp(&b.connection.client_id));
+                (group.clone(), list)
+            })
+            .collect()
     }
 
     /// Producer connections over all groups (a connection in two groups counts twice, as in
@@ -135,6 +162,10 @@ mod tests {
         producers.register(&from(&a, "client-a"), "g");
         producers.register(&from(&b, "client-b"), "g");
         assert!(producers.available_channel("g").is_some());
+        let table = producers.table(1_000_000);
+        assert_eq!(table["g"].len(), 2);
+        assert!(table["g"][0].last_update_timestamp <= 1_000_000);
+        assert!(table["g"][0].last_update_timestamp > 1_000_000 - 60_000);
         let ids: Vec<_> = producers
             .connections("g")
             .unwrap()

@@ -327,14 +327,9 @@ impl Timer {
     /// Reads new timer-topic entries into the wheel (`TimerEnqueueGetService` and
     /// `TimerEnqueuePutService`). True if there may be more to read now.
     fn enqueue(&mut self, now_ms: i64) -> bool {
-        let got = self.store.get_messages(
-            TIMER_TOPIC,
-            0,
-            self.queue_offset,
-            BATCH as i32,
-            usize::MAX,
-            &|_| true,
-        );
+        let got =
+            self.store
+                .read_queue(TIMER_TOPIC, 0, self.queue_offset, BATCH as i32, usize::MAX);
         let count = got.messages.len();
         for bytes in &got.messages {
             let record = match Record::decode(bytes, false) {

@@ -130,13 +130,22 @@ impl TopicConfigManager {
         topic::is_system_topic(name) || self.system.contains(name)
     }
 
-    /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: RocketMQ's system topics and the broker's own, sorted.
+    /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER: RocketMQ's system topics, the broker's own and every
+    /// `rmq_sys_` topic it holds (the POP revive log, the timer topic), sorted.
     pub fn system_topics(&self) -> Vec<String> {
         let mut topics: std::collections::BTreeSet<String> = topic::system_topic_set()
             .iter()
             .map(|t| t.to_string())
             .collect();
         topics.extend(self.system.iter().cloned());
+        let state = self.state.read();
+        topics.extend(
+            state
+                .topics
+                .keys()
+                .filter(|name| topic::is_system_topic(name))
+                .cloned(),
+        );
         topics.into_iter().collect()
     }
 

@@ -153,7 +153,14 @@ impl NameServerService {
             | AdminCommand::SystemTopicsFromBroker
             | AdminCommand::ConsumerRunningInfo { .. }
             | AdminCommand::StatsData { .. }
-            | AdminCommand::ResetOffset { .. }) => Reply::error(
+            | AdminCommand::ResetOffset { .. }
+            | AdminCommand::AllProducerInfo
+            | AdminCommand::ConsumerStatus { .. }
+            | AdminCommand::ConsumerStatusFromClient { .. }
+            | AdminCommand::CloneGroupOffset { .. }
+            | AdminCommand::QueryConsumeQueue { .. }
+            | AdminCommand::ConsumeMessageDirectly { .. }
+            | AdminCommand::BrokerConsumeStats { .. }) => Reply::error(
                 ErrorKind::RequestNotSupported,
                 format!(
                     "the name server does not serve {}; send it to a broker",

@@ -1,0 +1,147 @@
+//! Operator codes answered from the broker's and name server's tables, on the wire, without a
+//! JDK: QUERY_CONSUME_QUEUE (`mqadmin queryCq`), VIEW_BROKER_STATS_DATA, the system topic lists
+//! and the connection lists' refusals. The official tools' view of them is in
+//! `compat-tests/tests/mqadmin.rs`.
+
+mod common;
+
+use serde_json::Value;
+use skiff_model::admin::AdminCommand;
+use skiff_model::command::{Reply, Request};
+use skiff_protocol::remoting::{self, RemotingCommand};
+use skiff_server::remoting_client::RemotingClient;
+
+use common::{auto_creating_send, Cluster, TIMEOUT};
+
+const TOPIC: &str = "admin_codes";
+
+async fn call(client: &RemotingClient, command: AdminCommand) -> RemotingCommand {
+    let frame = remoting::encode_request(&Request::Admin(command), 0, false);
+    client.invoke_frame(frame, TIMEOUT).await.unwrap()
+}
+
+fn body_json(response: &RemotingCommand) -> Value {
+    serde_json::from_slice(&response.body.to_bytes()).unwrap()
+}
+
+fn query_cq(queue_id: i32, index: i64) -> AdminCommand {
+    AdminCommand::QueryConsumeQueue {
+        topic: TOPIC.into(),
+        queue_id,
+        index,
+        count: 10,
+        group: Some("nobody".into()),
+    }
+}
+
+#[tokio::test]
+async fn consume_queue_stats_and_system_topics_answer_as_java() {
+    let cluster = Cluster::start(|_| {}).await;
+    let broker = cluster.broker_client().await;
+    for _ in 0..3 {
+        let sent = broker
+            .invoke(&auto_creating_send("p", TOPIC), TIMEOUT)
+            .await
+            .unwrap();
+        assert!(matches!(sent, Reply::Sent(_)), "{sent:?}");
+    }
+
+    // QUERY_CONSUME_QUEUE: the three entries of queue 0, in CommitLog order.
+    let response = call(&broker, query_cq(0, 0)).await;
+    assert_eq!(response.code, 0, "{:?}", response.remark);
+    let body = body_json(&response);
+    assert_eq!(body["maxQueueIndex"], 3);
+    assert_eq!(body["minQueueIndex"], 0);
+    assert_eq!(body["filterData"], format!("nobody@{TOPIC} is not online!"));
+    let entries = body["queueData"].as_array().unwrap();
+    assert_eq!(entries.len(), 3);
+    let offsets: Vec<i64> = entries
+        .iter()
+        .map(|e| e["physicOffset"].as_i64().unwrap())
+        .collect();
+    assert!(offsets.windows(2).all(|w| w[0] < w[1]), "{offsets:?}");
+    assert!(entries.iter().all(|e| e["physicSize"].as_i64() > Some(0)));
+    // An index past the end: success, only a remark (Java's iterateFrom found nothing).
+    let response = call(&broker, query_cq(0, 3)).await;
+    assert_eq!(response.code, 0);
+    assert_eq!(
+        response.remark.as_deref(),
+        Some(format!("Index 3 of 0@{TOPIC} is not exist!").as_str())
+    );
+    assert!(response.body.to_bytes().is_empty());
+    let response = call(&broker, query_cq(9, 0)).await;
+    assert_eq!(
+        (response.code, response.remark.as_deref()),
+        (1, Some(format!("9@{TOPIC} is not exist!").as_str()))
+    );
+
+    // VIEW_BROKER_STATS_DATA: the topic's puts exist from the first send (sampled later).
+    let stats = |name: &str, key: &str| AdminCommand::StatsData {
+        name: name.into(),
+        key: key.into(),
+    };
+    let response = call(&broker, stats("TOPIC_PUT_NUMS", TOPIC)).await;
+    assert_eq!(response.code, 0, "{:?}", response.remark);
+    let body = body_json(&response);
+    for window in ["statsMinute", "statsHour", "statsDay"] {
+        assert!(body[window]["sum"].is_i64(), "{body}");
+    }
+    let response = call(&broker, stats("TOPIC_PUT_NUMS", "nope")).await;
+    assert_eq!(
+        (response.code, response.remark.as_deref()),
+        (1, Some("The stats <TOPIC_PUT_NUMS> <nope> not exist"))
+    );
+
+    // The connection lists of groups nobody is in.
+    let response = call(
+        &broker,
+        AdminCommand::ConsumerConnections {
+            group: "nobody".into(),
+        },
+    )
+    .await;
+    assert_eq!(
+        (response.code, response.remark.as_deref()),
+        (206, Some("the consumer group[nobody] not online"))
+    );
+    let response = call(
+        &broker,
+        AdminCommand::ProducerConnections {
+            group: "nobody".into(),
+        },
+    )
+    .await;
+    assert_eq!(
+        (response.code, response.remark.as_deref()),
+        (1, Some("the producer group[nobody] not exist"))
+    );
+
+    // The system topic lists: the name server's names a broker to ask for the rest.
+    let namesrv = cluster.namesrv_client().await;
+    let response = call(&namesrv, AdminCommand::SystemTopicsFromNamesrv).await;
+    let body = body_json(&response);
+    let topics: Vec<&str> = body["topicList"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(topics.contains(&"DefaultCluster"), "{topics:?}");
+    assert_eq!(
+        body["brokerAddr"].as_str(),
+        Some(cluster.broker.local_addr().to_string().as_str())
+    );
+    let response = call(&broker, AdminCommand::SystemTopicsFromBroker).await;
+    let body = body_json(&response);
+    let topics: Vec<&str> = body["topicList"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for topic in ["TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster"] {
+        assert!(topics.contains(&topic), "{topic} in {topics:?}");
+    }
+    assert!(body.get("brokerAddr").is_none());
+    cluster.stop().await;
+}
