@@ -208,6 +208,20 @@ async fn console_pages_and_api_over_http() {
     let (status, page) = http(addr, "GET", "/console/", "", "").await;
     assert_eq!(status, 200);
     assert!(page.contains("/console/console.js"), "{page}");
+    let head = {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        stream
+            .write_all(b"GET /console/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await.unwrap();
+        String::from_utf8(response).unwrap()
+    };
+    assert!(
+        head.contains("content-security-policy: default-src 'self'"),
+        "{head}"
+    );
     for asset in ["/console/console.js", "/console/console.css"] {
         let (status, text) = http(addr, "GET", asset, "", "").await;
         assert_eq!(status, 200, "{asset}");

@@ -16,7 +16,10 @@ use std::time::Duration;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_TYPE, LOCATION};
+use hyper::header::{
+    HeaderValue, ALLOW, AUTHORIZATION, CACHE_CONTROL, CONTENT_SECURITY_POLICY, CONTENT_TYPE,
+    LOCATION, X_CONTENT_TYPE_OPTIONS,
+};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
@@ -145,6 +148,14 @@ async fn answer(
         let headers = response.headers_mut();
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
         headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        // Only the console's own script and styles run; no other site may frame it.
+        headers.insert(
+            CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(
+                "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+            ),
+        );
+        headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
         return response;
     }
     match tokio::task::spawn_blocking(move || metrics.render()).await {
@@ -223,6 +234,7 @@ fn json(answer: console::ApiAnswer) -> Response<Full<Bytes>> {
     let headers = response.headers_mut();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
     response
 }
 

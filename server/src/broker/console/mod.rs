@@ -211,7 +211,7 @@ fn overview(state: &BrokerState) -> Value {
         "onlineGroups": online.len(),
         "onlineConsumers": online.iter().map(|g| g.members).sum::<usize>(),
         "commitLog": {
-            "minOffset": state.store.commit_log_min_offset(),
+            "minOffset": state.store.commit_log_min_offset().max(0),
             "maxOffset": state.store.commit_log_max_offset(),
         },
         "runtime": runtime,
