@@ -239,6 +239,14 @@ async fn console_pages_and_api_over_http() {
     assert_eq!(overview["onlineConsumers"], 1);
     assert_eq!(overview["writable"], false);
 
+    let cluster_info = get_json(addr, "/api/cluster").await;
+    let broker_addr = cluster.broker.local_addr().to_string();
+    assert_eq!(
+        cluster_info["clusters"]["DefaultCluster"][0]["addresses"]["0"],
+        broker_addr.as_str(),
+        "{cluster_info}"
+    );
+
     let topics = get_json(addr, "/api/topics?filter=ConsoleOrd").await;
     assert_eq!(topics["topics"][0]["name"], TOPIC);
     assert_eq!(topics["topics"][0]["messages"], 8);
@@ -474,6 +482,9 @@ async fn every_page_renders_in_headless_chromium() {
                 "1 in 1 groups".into(),
                 "msgPutTotalTodayNow".into(),
                 "read-only".into(),
+                "Brokers by cluster".into(),
+                "broker-a (this broker)".into(),
+                cluster.broker.local_addr().to_string(),
             ],
         ),
         (

@@ -110,6 +110,9 @@ async fn answer(
         if !is_get {
             return not_allowed("GET, HEAD, POST");
         }
+        if api == "cluster" {
+            return json(console::cluster(&state).await);
+        }
         let query = console::Query::parse(request.uri().query());
         return match tokio::task::spawn_blocking(move || console::get(&state, &api, &query)).await {
             Ok(answer) => json(answer),

@@ -180,6 +180,38 @@ pub(super) fn get(state: &BrokerState, path: &str, query: &Query) -> ApiAnswer {
     }
 }
 
+/// `GET /api/cluster`: the brokers of every cluster, as the first name server that answers
+/// knows them (GET_BROKER_CLUSTER_INFO, a network call: not on a blocking thread).
+pub(super) async fn cluster(state: &BrokerState) -> ApiAnswer {
+    match state.name_servers.cluster_info().await {
+        Ok((name_server, info)) => {
+            let clusters: BTreeMap<&String, Vec<Value>> = info
+                .cluster_addr_table
+                .iter()
+                .map(|(cluster, names)| {
+                    let brokers = names
+                        .iter()
+                        .map(|name| {
+                            let addrs = info
+                                .broker_addr_table
+                                .get(name)
+                                .map(|b| b.broker_addrs.clone())
+                                .unwrap_or_default();
+                            json!({ "name": name, "addresses": addrs })
+                        })
+                        .collect();
+                    (cluster, brokers)
+                })
+                .collect();
+            ApiAnswer::ok(json!({ "nameServer": name_server, "clusters": clusters }))
+        }
+        Err(error) => ApiAnswer::error(
+            502,
+            format!("no name server answered GET_BROKER_CLUSTER_INFO: {error}"),
+        ),
+    }
+}
+
 fn overview(state: &BrokerState) -> Value {
     let config = &state.config;
     let runtime = match admin::runtime_info(state) {

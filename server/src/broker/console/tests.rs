@@ -191,6 +191,17 @@ async fn pages_show_topics_groups_lag_and_messages() {
 }
 
 #[tokio::test]
+async fn cluster_says_when_no_name_server_answers() {
+    let f = fixture();
+    let answer = cluster(&f.state).await;
+    assert_eq!(answer.status, 502);
+    assert!(answer.body["error"]
+        .as_str()
+        .unwrap()
+        .contains("namesrvAddr is not set"));
+}
+
+#[tokio::test]
 async fn writes_are_refused_without_acl() {
     let f = fixture();
     let refused = check_write(&f.state, "topics", None, true).unwrap_err();

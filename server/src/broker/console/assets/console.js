@@ -107,9 +107,19 @@ function writeForm(title, fields, submit) {
 
 const pages = {
   async overview() {
-    const o = await api("overview");
+    const [o, cluster] = await Promise.all([api("overview"),
+      api("cluster").catch(error => ({ error: error.message }))]);
     overviewCache = o;
     const runtime = Object.entries(o.runtime || {});
+    const brokers = [];
+    for (const [name, members] of Object.entries(cluster.clusters || {})) {
+      for (const b of members) {
+        for (const [id, address] of Object.entries(b.addresses)) {
+          brokers.push([name, b.name + (b.name === o.broker && address === o.address ? " (this broker)" : ""),
+            id === "0" ? "0 (master)" : id, address]);
+        }
+      }
+    }
     return [
       el("h1", {}, "Broker " + o.broker + " in cluster " + o.cluster),
       cards([
@@ -122,6 +132,8 @@ const pages = {
         ["CommitLog", num(o.commitLog.minOffset) + " – " + num(o.commitLog.maxOffset)],
         ["ACL", o.aclEnabled ? "on (admin writes)" : "off (read-only)"],
       ]),
+      el("h2", {}, "Brokers by cluster" + (cluster.nameServer ? " (name server " + cluster.nameServer + ")" : "")),
+      cluster.error ? el("p", { class: "error" }, cluster.error) : table(["Cluster", "Broker", "Id", "Address"], brokers),
       el("h2", {}, "Runtime information"),
       table(["Key", "Value"], runtime.map(([k, v]) => [k, v])),
     ];
