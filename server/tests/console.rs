@@ -583,4 +583,22 @@ async fn every_page_renders_in_headless_chromium() {
     }
     drop(client);
     cluster.stop().await;
+
+    // With ACL on, the write forms are enabled (their credentials are checked on submit).
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain_acl.yml");
+    std::fs::write(&file, ACL).unwrap();
+    let cluster = start(Some(&file)).await;
+    let url = format!(
+        "http://{}/console/#/topics",
+        cluster.broker.metrics_addr().unwrap()
+    );
+    let dom = chromium(profile.path(), &url, None).await.unwrap();
+    assert!(dom.contains("ACL on: admin writes"), "{dom}");
+    assert!(
+        dom.contains("<button type=\"submit\">Create topic</button>"),
+        "{dom}"
+    );
+    assert!(!dom.contains("Read-only: write actions need"), "{dom}");
+    cluster.stop().await;
 }
