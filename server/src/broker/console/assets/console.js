@@ -5,6 +5,8 @@
 
 const main = document.getElementById("main");
 let overviewCache = null;
+// What the last write did, shown above the page it re-renders.
+let flash = null;
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -91,8 +93,8 @@ function writeForm(title, fields, submit) {
       const data = Object.fromEntries(new FormData(form).entries());
       status.replaceChildren();
       try {
-        const answer = await submit(data, data.accessKey, data.secretKey);
-        status.appendChild(el("p", { class: "ok" }, answer));
+        flash = await submit(data, data.accessKey, data.secretKey);
+        await route();
       } catch (error) {
         status.appendChild(el("p", { class: "error" }, error.message));
       }
@@ -329,8 +331,10 @@ async function route() {
   try {
     if (!overviewCache) overviewCache = await api("overview");
     document.getElementById("mode").textContent = overviewCache.writable ? "ACL on: admin writes" : "read-only";
-    const content = await render(params);
-    main.replaceChildren(...[content].flat());
+    const content = [await render(params)].flat();
+    if (flash) content.unshift(el("p", { class: "ok" }, flash));
+    flash = null;
+    main.replaceChildren(...content);
   } catch (error) {
     main.replaceChildren(el("h1", {}, "Error"), el("p", { class: "error" }, error.message));
   }
