@@ -6,6 +6,10 @@
 # image and the Testcontainers modules, Rust and Java), then every fuzz target for a bounded time
 # (SKIFF_FUZZ_SECONDS each, default 20).
 #
+# The web console's browser test (server/tests/console.rs) needs headless Chromium:
+# scripts/chromium.sh installs Debian's chromium when it is missing (as root), and the test then
+# fails instead of skipping when Chromium cannot run (SKIFF_CONSOLE_BROWSER=required).
+#
 # The container tests need a Docker engine: scripts/docker-engine.sh installs and starts one (as
 # root; host networking only, nothing pulled) and scripts/image.sh builds the image. When no
 # engine can be started, everything else still runs and the script then fails, saying why.
@@ -58,11 +62,14 @@ if [ -z "$container_problem" ]; then
     fi
 fi
 
+step "headless Chromium for the web console's browser test (scripts/chromium.sh)"
+./scripts/chromium.sh
+
 step "fetch the official Go client (compat-tests/go)"
 ./scripts/compat-go.sh fetch
 
 step "cargo test (unit, integration, compat)"
-cargo test --workspace --exclude testcontainers-skiff --no-fail-fast
+SKIFF_CONSOLE_BROWSER=required cargo test --workspace --exclude testcontainers-skiff --no-fail-fast
 
 step "container tests"
 if [ -n "$container_problem" ]; then

@@ -9,6 +9,7 @@
 mod admin;
 mod client;
 mod config_file;
+mod console;
 mod consumers;
 mod groups;
 mod introspect;
@@ -82,6 +83,8 @@ pub(crate) struct BrokerState {
     stats: BrokerStats,
     /// Per-topic and per-group statistics (VIEW_BROKER_STATS_DATA).
     traffic: traffic::TrafficStats,
+    /// Messages in and out over the last hour, for the web console's chart.
+    throughput: console::Throughput,
     name_servers: NameServerLink,
     schedule: ScheduleService,
     pop: pop::PopService,
@@ -115,6 +118,7 @@ impl BrokerState {
             )),
             stats: BrokerStats::new(now_millis()),
             traffic: traffic::TrafficStats::new(&config.broker_cluster_name),
+            throughput: console::Throughput::new(now_millis()),
             name_servers: NameServerLink::new(&config),
             pop: pop::PopService::new(&config),
             acl: None,
@@ -551,10 +555,11 @@ impl Broker {
         let mut metrics_addr = None;
         if let (Some(listener), Some(metrics)) = (metrics_listener, &state.metrics) {
             metrics_addr = listener.local_addr().ok();
-            info!(addr = ?metrics_addr, "serving Prometheus metrics at /metrics");
+            info!(addr = ?metrics_addr, "serving Prometheus metrics at /metrics and the web console at /console/");
             background.push(tokio::spawn(metrics_http::serve(
                 listener,
                 metrics.clone(),
+                state.clone(),
                 shutdown.clone(),
             )));
         }
@@ -689,7 +694,8 @@ async fn roll_stats_days(state: Arc<BrokerState>, shutdown: CancellationToken) {
 }
 
 /// Samples the traffic statistics: every 10 s for the minute window, every 10 min for the hour
-/// and every hour for the day (`BrokerStatsManager`'s schedules).
+/// and every hour for the day (`BrokerStatsManager`'s schedules); and every 10 s the totals of the
+/// web console's throughput chart.
 async fn sample_traffic(state: Arc<BrokerState>, shutdown: CancellationToken) {
     use traffic::Window;
     let period = Window::Minute.period_ms();
@@ -701,6 +707,8 @@ async fn sample_traffic(state: Arc<BrokerState>, shutdown: CancellationToken) {
             _ = ticker.tick() => {
                 let now = now_millis();
                 state.traffic.sample(Window::Minute, now);
+                let (put, got) = state.stats.totals();
+                state.throughput.sample(now, put, got);
                 for window in [Window::Hour, Window::Day] {
                     if (ticks * period) % window.period_ms() == 0 {
                         state.traffic.sample(window, now);

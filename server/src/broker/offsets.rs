@@ -2,7 +2,7 @@
 //! persisted as `config/consumerOffset.json` every few seconds and at shutdown. Pull offsets (how
 //! far a group has fetched, committed or not) are kept in memory for consume statistics only.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -146,6 +146,16 @@ impl ConsumerOffsetManager {
             .get(&key(topic, group))
             .and_then(|queues| queues.get(&queue_id))
             .copied()
+    }
+
+    /// Every group with a committed offset.
+    pub fn groups(&self) -> BTreeSet<String> {
+        self.committed
+            .read()
+            .keys()
+            .filter_map(|key| key.split_once(TOPIC_GROUP_SEPARATOR))
+            .map(|(_, group)| group.to_string())
+            .collect()
     }
 
     /// Topics on which `group` has committed offsets (`whichTopicByConsumer`).

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use skiff_model::command::{Reply, Request};
-use skiff_model::route::{BrokerRegistration, DataVersion, TopicConfig};
+use skiff_model::route::{BrokerRegistration, ClusterInfo, DataVersion, TopicConfig};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -167,6 +167,32 @@ impl NameServerLink {
                 }
             }
         }
+    }
+
+    /// GET_BROKER_CLUSTER_INFO from the first name server that answers (for the web console), on
+    /// a connection of its own so that it never waits behind a registration.
+    pub(super) async fn cluster_info(&self) -> Result<(String, ClusterInfo), String> {
+        let mut last_error = "namesrvAddr is not set".to_string();
+        for addr in &self.addrs {
+            let client =
+                match RemotingClient::connect_with(addr, CONNECT_TIMEOUT, self.use_tls).await {
+                    Ok(client) => client.signed_by(self.credentials.clone()),
+                    Err(err) => {
+                        last_error = format!("{addr}: {err}");
+                        continue;
+                    }
+                };
+            match client
+                .invoke(&Request::GetBrokerClusterInfo, CONNECT_TIMEOUT)
+                .await
+            {
+                Ok(Reply::ClusterInfo(info)) => return Ok((addr.clone(), info)),
+                Ok(Reply::Error(err)) => last_error = format!("{addr}: {}", err.message),
+                Ok(other) => last_error = format!("{addr}: unexpected answer {other:?}"),
+                Err(err) => last_error = format!("{addr}: {err}"),
+            }
+        }
+        Err(last_error)
     }
 
     /// Tells every name server this broker is leaving.

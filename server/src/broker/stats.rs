@@ -47,6 +47,14 @@ impl BrokerStats {
         self.got.fetch_add(n, Ordering::Relaxed);
     }
 
+    /// Messages put and got since start (the web console's throughput samples).
+    pub(super) fn totals(&self) -> (u64, u64) {
+        (
+            self.put.load(Ordering::Relaxed),
+            self.got.load(Ordering::Relaxed),
+        )
+    }
+
     /// Moves the morning totals when a new day has begun; called periodically.
     pub(super) fn roll_day(&self, now_millis: i64) {
         let day = now_millis.div_euclid(DAY_MS);
