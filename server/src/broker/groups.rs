@@ -34,6 +34,18 @@ fn has_illegal_char(name: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-'))
 }
 
+/// The groups every Java broker has from its start (`MixAll`'s names).
+const BUILT_IN_GROUPS: [&str; 8] = [
+    "TOOLS_CONSUMER",
+    "FILTERSRV_CONSUMER",
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+    "CID_RMQ_SYS_TRANS",
+];
+
 pub struct SubscriptionGroupManager {
     state: Arc<RwLock<GroupsFile>>,
     /// The one writer of `subscriptionGroup.json`.
@@ -44,8 +56,16 @@ pub struct SubscriptionGroupManager {
 impl SubscriptionGroupManager {
     pub fn load(config: &BrokerConfig) -> Self {
         let path = persist::config_dir(&config.store_path_root_dir).join("subscriptionGroup.json");
-        let state: Arc<RwLock<GroupsFile>> =
-            Arc::new(RwLock::new(persist::load(&path).unwrap_or_default()));
+        let mut groups: GroupsFile = persist::load(&path).unwrap_or_default();
+        // Java's `SubscriptionGroupManager.init` has these before the file is read (which may
+        // change them); tools and the Dashboard list them.
+        for name in BUILT_IN_GROUPS {
+            groups
+                .subscription_group_table
+                .entry(name.to_string())
+                .or_insert_with(|| SubscriptionGroupConfig::new(name));
+        }
+        let state: Arc<RwLock<GroupsFile>> = Arc::new(RwLock::new(groups));
         let file = ConfigFile::spawn(path, skiff_store::fs::real(), {
             let state = state.clone();
             move || {
@@ -61,7 +81,8 @@ impl SubscriptionGroupManager {
         }
     }
 
-    /// How many subscription groups exist (`rocketmq_consumer_group_number`).
+    /// How many subscription groups exist, the built-in ones included
+    /// (`rocketmq_consumer_group_number`).
     pub fn count(&self) -> usize {
         self.state.read().subscription_group_table.len()
     }
@@ -185,10 +206,44 @@ mod tests {
         assert!(groups.remove("g1"));
         assert!(!groups.remove("g1"));
         let (table, after) = groups.snapshot();
-        assert_eq!(table.keys().collect::<Vec<_>>(), ["g2"]);
+        let ours = |table: &BTreeMap<String, SubscriptionGroupConfig>| {
+            table
+                .keys()
+                .filter(|g| !BUILT_IN_GROUPS.contains(&g.as_str()))
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ours(&table), ["g2"]);
         assert_ne!(before, after);
         groups.persist();
         let (reloaded, _) = SubscriptionGroupManager::load(&config).snapshot();
-        assert_eq!(reloaded.keys().collect::<Vec<_>>(), ["g2"]);
+        assert_eq!(ours(&reloaded), ["g2"]);
+    }
+
+    #[test]
+    fn the_built_in_groups_exist_and_the_file_may_change_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BrokerConfig {
+            store_path_root_dir: dir.path().to_path_buf(),
+            auto_create_subscription_group: false,
+            ..BrokerConfig::default()
+        };
+        let groups = SubscriptionGroupManager::load(&config);
+        assert_eq!(groups.count(), BUILT_IN_GROUPS.len());
+        assert!(groups.find_or_create("CID_RMQ_SYS_TRANS").is_some());
+        groups.upsert(SubscriptionGroupConfig {
+            retry_max_times: 3,
+            ..SubscriptionGroupConfig::new("TOOLS_CONSUMER")
+        });
+        groups.persist();
+        let reloaded = SubscriptionGroupManager::load(&config);
+        assert_eq!(
+            reloaded
+                .find_or_create("TOOLS_CONSUMER")
+                .unwrap()
+                .retry_max_times,
+            3
+        );
+        assert_eq!(reloaded.count(), BUILT_IN_GROUPS.len());
     }
 }
