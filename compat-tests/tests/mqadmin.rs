@@ -2,6 +2,7 @@
 //! against the target: name-server KV config (`updateKvConfig`, `deleteKvConfig`,
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
 //! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have),
+//! `updateBrokerConfig` (brokerPermission, seen in `topicRoute`), `updateNamesrvConfig`,
 //! `updateSubGroup`, `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and `deleteSubGroup`,
 //! `queryMsgById` with its consumer tracking (QUERY_TOPIC_CONSUME_BY_WHO); with a live producer
 //! and push consumer, `consumerConnection`, `producerConnection`, `consumerStatus` (the broker
@@ -245,6 +246,25 @@ fn run(target: &Target) -> Result<()> {
             "true",
         ]),
         words(&["getConsumerConfig", "-n", &ns, "-g", &group]),
+        words(&[
+            "updateNamesrvConfig",
+            "-n",
+            &ns,
+            "-k",
+            "scanNotActiveBrokerInterval",
+            "-v",
+            "6000",
+        ]),
+        words(&["getNamesrvConfig", "-n", &ns]),
+        words(&[
+            "updateNamesrvConfig",
+            "-n",
+            &ns,
+            "-k",
+            "scanNotActiveBrokerInterval",
+            "-v",
+            "5000",
+        ]),
     ];
     let out = mqadmin(target, "first", &first)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -372,6 +392,24 @@ fn run(target: &Target) -> Result<()> {
     if !out[14].trim().is_empty() {
         bail!("getConsumerConfig of a deleted group printed:\n{}", out[14]);
     }
+    // UPDATE_NAMESRV_CONFIG, seen in GET_NAMESRV_CONFIG, then set back.
+    for i in [15, 17] {
+        expect(
+            "updateNamesrvConfig",
+            &out[i],
+            &[
+                "update name server config success!",
+                "scanNotActiveBrokerInterval : ",
+            ],
+        )?;
+    }
+    let found = property(&out[16], "scanNotActiveBrokerInterval");
+    if found.as_deref() != Some("6000") {
+        bail!(
+            "getNamesrvConfig after updateNamesrvConfig: expected 6000, got {found:?} in:\n{}",
+            out[16]
+        );
+    }
 
     // A second JVM: the route changes of updateTopic reach the name server asynchronously, and a
     // registration that lands after the wipe would undo it.
@@ -391,6 +429,31 @@ fn run(target: &Target) -> Result<()> {
             "-f",
             "UTF-8",
         ]),
+        // UPDATE_BROKER_CONFIG: a read-only broker announces read-only routes, and back.
+        words(&[
+            "updateBrokerConfig",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-k",
+            "brokerPermission",
+            "-v",
+            "4",
+        ]),
+        words(&["topicRoute", "-n", &ns, "-t", &topic]),
+        words(&[
+            "updateBrokerConfig",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-k",
+            "brokerPermission",
+            "-v",
+            "6",
+        ]),
+        words(&["topicRoute", "-n", &ns, "-t", &topic]),
     ];
     let out = mqadmin(target, "second", &second)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -427,6 +490,20 @@ fn run(target: &Target) -> Result<()> {
             "WARN: No Consumer",
         ],
     )?;
+    for (i, perm) in [(5, 4), (7, 6)] {
+        expect(
+            "updateBrokerConfig brokerPermission",
+            &out[i],
+            &["update broker config success, BROKER"],
+        )?;
+        expect("topicRoute after updateBrokerConfig", &out[i + 1], &[])?;
+        if route_perms(&out[i + 1]) != [perm] {
+            bail!(
+                "topicRoute after brokerPermission={perm}: expected perm {perm} in:\n{}",
+                out[i + 1]
+            );
+        }
+    }
     // mqadmin always writes the body to this fixed path too; remove the file it made.
     let _ = fs::remove_file(format!("/tmp/rocketmq/msgbodys/{msg_id}"));
     live_clients(target, &id)

@@ -2,11 +2,10 @@
 //! first and then against Skiff, and their parsed `--json` outputs (less addresses, times and
 //! ids, which differ by nature) must be equal.
 //!
-//! Steps whose request code Skiff's broker does not answer yet (UPDATE_BROKER_CONFIG 25) must
-//! work against Apache; against Skiff they are compared as soon as Skiff answers them, and until
-//! then are reported and skipped when Skiff refuses them with REQUEST_CODE_NOT_SUPPORTED.
-//! GET_BROKER_CONFIG 26, 201, 207, 222 (the reset, through the broker on both) and 300 are
-//! answered and compared.
+//! Steps marked `newer` must work against Apache; against Skiff they are compared when Skiff
+//! answers them, and reported and skipped when it refuses them with REQUEST_CODE_NOT_SUPPORTED
+//! (none does today). UPDATE_BROKER_CONFIG 25, GET_BROKER_CONFIG 26, 201, 207, 222 (the reset,
+//! through the broker on both) and 300 are answered and compared.
 
 use std::collections::BTreeMap;
 use std::process::{Command, Output, Stdio};

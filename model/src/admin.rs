@@ -110,6 +110,11 @@ pub enum AdminCommand {
         topic: String,
         offline: bool,
     },
+    /// Broker: change settings at runtime (UPDATE_BROKER_CONFIG, `mqadmin updateBrokerConfig`),
+    /// given as Java properties text (`key=value` lines, the form of RocketMQ's config files).
+    UpdateBrokerConfig { properties: String },
+    /// Name server: the same for its settings (UPDATE_NAMESRV_CONFIG).
+    UpdateNamesrvConfig { properties: String },
     /// Broker: every producer connection by group (GET_ALL_PRODUCER_INFO).
     AllProducerInfo,
     /// Broker: the progress of every subscription group on every topic it has offsets on

@@ -8,7 +8,10 @@
 //! CommitLog) happens inside `Service::handle`, on the reader, before any future is returned.
 //!
 //! Replies and server-initiated requests (such as `NOTIFY_CONSUMER_IDS_CHANGED`) go through the
-//! connection's [`ClientChannel`], whose writer task batches queued frames into few syscalls.
+//! connection's [`ClientChannel`], whose writer task batches queued frames into few syscalls. A
+//! server-initiated request that wants an answer ([`ClientChannel::request`], e.g. a consumer's
+//! running info asked for an operator) waits under its own opaque; the reader hands the client's
+//! response frame to it, and ignores responses nobody waits for.
 //!
 //! [`Limits`] bound what one peer can hold: connections beyond `max_connections` are closed at
 //! accept; a connection that completes no frame and is sent none for `idle_timeout` is closed (as

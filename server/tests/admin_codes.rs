@@ -145,3 +145,95 @@ async fn consume_queue_stats_and_system_topics_answer_as_java() {
     assert!(body.get("brokerAddr").is_none());
     cluster.stop().await;
 }
+
+#[tokio::test]
+async fn broker_config_updates_apply_together_and_permission_at_once() {
+    let cluster = Cluster::start(|_| {}).await;
+    let broker = cluster.broker_client().await;
+    let update = |text: &str| AdminCommand::UpdateBrokerConfig {
+        properties: text.to_string(),
+    };
+    let response = call(&broker, update("brokerConfigPath=/etc/passwd\n")).await;
+    assert_eq!(
+        (response.code, response.remark.as_deref()),
+        (16, Some("Can not update config in black list."))
+    );
+    // One bad value: nothing changes, and the answer names the key.
+    let response = call(
+        &broker,
+        update("brokerPermission=4\nflushDiskType=SOMETIMES\n"),
+    )
+    .await;
+    assert_eq!(response.code, 1);
+    assert!(
+        response
+            .remark
+            .as_deref()
+            .unwrap_or("")
+            .contains("flushDiskType"),
+        "{:?}",
+        response.remark
+    );
+    let sent = broker
+        .invoke(&auto_creating_send("p", TOPIC), TIMEOUT)
+        .await
+        .unwrap();
+    assert!(matches!(sent, Reply::Sent(_)), "{sent:?}");
+
+    let response = call(&broker, update("brokerPermission=4\n")).await;
+    assert_eq!(response.code, 0, "{:?}", response.remark);
+    let refused = broker
+        .invoke(&auto_creating_send("p", TOPIC), TIMEOUT)
+        .await
+        .unwrap();
+    assert!(
+        matches!(&refused, Reply::Error(e) if e.message.contains("sending message is forbidden")),
+        "{refused:?}"
+    );
+    let config = call(&broker, AdminCommand::GetBrokerConfig).await;
+    let text = String::from_utf8(config.body.to_bytes().to_vec()).unwrap();
+    assert!(text.lines().any(|l| l == "brokerPermission=4"), "{text}");
+    // The name server's routes say read-only too.
+    let namesrv = cluster.namesrv_client().await;
+    let route = namesrv
+        .invoke(
+            &Request::GetRouteInfo {
+                topic: TOPIC.into(),
+            },
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    let Reply::Route(route) = route else {
+        panic!("{route:?}")
+    };
+    assert!(route.queue_datas.iter().all(|q| q.perm == 4), "{route:?}");
+    cluster.stop().await;
+}
+
+#[tokio::test]
+async fn name_server_config_updates_show_in_its_config() {
+    let cluster = Cluster::start(|_| {}).await;
+    let namesrv = cluster.namesrv_client().await;
+    let update = |text: &str| AdminCommand::UpdateNamesrvConfig {
+        properties: text.to_string(),
+    };
+    let response = call(&namesrv, update("kvConfigPath=/tmp/x\n")).await;
+    assert_eq!(response.code, 16, "{:?}", response.remark);
+    let response = call(&namesrv, update("scanNotActiveBrokerInterval=soon\n")).await;
+    assert_eq!(response.code, 1);
+    assert!(response
+        .remark
+        .unwrap_or_default()
+        .contains("scanNotActiveBrokerInterval"));
+    let response = call(&namesrv, update("scanNotActiveBrokerInterval=6000\n")).await;
+    assert_eq!(response.code, 0, "{:?}", response.remark);
+    let config = call(&namesrv, AdminCommand::GetNamesrvConfig).await;
+    let text = String::from_utf8(config.body.to_bytes().to_vec()).unwrap();
+    assert!(
+        text.lines()
+            .any(|l| l == "scanNotActiveBrokerInterval=6000"),
+        "{text}"
+    );
+    cluster.stop().await;
+}

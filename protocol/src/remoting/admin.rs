@@ -53,6 +53,8 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::GET_CONSUMER_STATUS_FROM_CLIENT
             | code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS
             | code::CLONE_GROUP_OFFSET
+            | code::UPDATE_BROKER_CONFIG
+            | code::UPDATE_NAMESRV_CONFIG
     )
 }
 
@@ -117,6 +119,13 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
             offset: f.opt_num("offset")?,
         },
         code::GET_ALL_PRODUCER_INFO => AdminCommand::AllProducerInfo,
+        // The body is `MixAll.properties2String`; Java reads it as UTF-8.
+        code::UPDATE_BROKER_CONFIG => AdminCommand::UpdateBrokerConfig {
+            properties: String::from_utf8_lossy(&cmd.body.to_bytes()).into_owned(),
+        },
+        code::UPDATE_NAMESRV_CONFIG => AdminCommand::UpdateNamesrvConfig {
+            properties: String::from_utf8_lossy(&cmd.body.to_bytes()).into_owned(),
+        },
         // `GetConsumerStatusRequestHeader`: `clientAddr` holds the client id asked about.
         code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS => AdminCommand::ConsumerStatus {
             topic: f.string("topic")?,
@@ -184,6 +193,8 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::StatsData { .. } => code::VIEW_BROKER_STATS_DATA,
         AdminCommand::ResetOffset { .. } => code::INVOKE_BROKER_TO_RESET_OFFSET,
         AdminCommand::AllProducerInfo => code::GET_ALL_PRODUCER_INFO,
+        AdminCommand::UpdateBrokerConfig { .. } => code::UPDATE_BROKER_CONFIG,
+        AdminCommand::UpdateNamesrvConfig { .. } => code::UPDATE_NAMESRV_CONFIG,
         AdminCommand::ConsumerStatus { .. } => code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
         AdminCommand::ConsumerStatusFromClient { .. } => code::GET_CONSUMER_STATUS_FROM_CLIENT,
         AdminCommand::CloneGroupOffset { .. } => code::CLONE_GROUP_OFFSET,
@@ -262,6 +273,10 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         }
         AdminCommand::BrokerConsumeStats { order_only } => {
             out.put("isOrder", order_only);
+        }
+        AdminCommand::UpdateBrokerConfig { properties }
+        | AdminCommand::UpdateNamesrvConfig { properties } => {
+            cmd.body = Body::from(properties.clone().into_bytes());
         }
         AdminCommand::ConsumerStatus {
             topic,

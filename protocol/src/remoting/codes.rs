@@ -75,6 +75,8 @@ pub mod request {
     pub const GET_CONSUMER_STATUS_FROM_CLIENT: i32 = 221;
     pub const INVOKE_BROKER_TO_GET_CONSUMER_STATUS: i32 = 223;
     pub const CLONE_GROUP_OFFSET: i32 = 314;
+    pub const UPDATE_BROKER_CONFIG: i32 = 25;
+    pub const UPDATE_NAMESRV_CONFIG: i32 = 318;
 }
 
 /// Response codes.

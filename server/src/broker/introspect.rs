@@ -74,6 +74,7 @@ pub(super) fn handle(state: &Arc<BrokerState>, command: AdminCommand) -> Handled
             group,
             client_id,
         } => consumer_status(state, topic, group, client_id),
+        AdminCommand::UpdateBrokerConfig { properties } => update_config(state, &properties),
         other => Handled::Now(answer(state, other)),
     }
 }
@@ -140,7 +141,8 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
         ))),
         AdminCommand::GetBrokerConfig => Reply::Admin(AdminReply::Config {
             properties: state
-                .config
+                .settings
+                .read()
                 .java_properties()
                 .into_iter()
                 .map(|(key, value)| (key.to_string(), value))
@@ -261,6 +263,17 @@ fn reset_offset(
                 .offset_by_time(topic, queue, timestamp, BoundaryType::Lower)
         }
     };
+    let queues = config.read_queue_nums.max(config.write_queue_nums).max(0);
+    if queue_id >= queues {
+        // Java would keep a reset for a queue that does not exist; one per absurd id adds up.
+        return Reply::error(
+            ErrorKind::InvalidParameter,
+            format!(
+                "queueId {queue_id} is not a queue of {topic} (0 to {})",
+                queues - 1
+            ),
+        );
+    }
     let targets: Vec<(i32, i64)> = if queue_id >= 0 {
         let target = match offset.filter(|o| *o != -1) {
             Some(offset) => {
@@ -346,6 +359,65 @@ fn call_consumer(
     }))
 }
 
+/// Keys UPDATE_BROKER_CONFIG refuses (Java's default `configBlackList`).
+const CONFIG_BLACK_LIST: [&str; 2] = ["configBlackList", "brokerConfigPath"];
+
+/// UPDATE_BROKER_CONFIG (`updateBrokerConfig`): the settings are checked and applied together, so
+/// a request with one bad value changes nothing (Java skips such a value silently; Skiff names
+/// it). `brokerPermission` takes effect at once and is announced to the name servers (as Java's
+/// `registerBrokerAll`); other settings are shown by GET_BROKER_CONFIG and take effect after a
+/// restart once the config file says so (Java rewrites its config file; Skiff does not).
+fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
+    let entries = match crate::config::properties::parse(properties) {
+        Ok(entries) => entries,
+        Err((line, message)) => {
+            return Handled::Now(Reply::error(
+                ErrorKind::SystemError,
+                format!("string2Properties error: line {line}: {message}"),
+            ))
+        }
+    };
+    if entries
+        .iter()
+        .any(|e| CONFIG_BLACK_LIST.contains(&e.key.as_str()))
+    {
+        return Handled::Now(Reply::error(
+            ErrorKind::NoPermission,
+            "Can not update config in black list.",
+        ));
+    }
+    let updated = {
+        let mut updated = state.settings.read().clone();
+        for entry in &entries {
+            if let Err(err) = updated.set(&entry.key, &entry.value) {
+                return Handled::Now(Reply::error(ErrorKind::SystemError, err.to_string()));
+            }
+        }
+        if let Err(err) = updated.validate() {
+            return Handled::Now(Reply::error(ErrorKind::SystemError, err.to_string()));
+        }
+        updated
+    };
+    let permission_changed = entries.iter().any(|e| e.key == "brokerPermission");
+    let keys: Vec<&str> = entries.iter().map(|e| e.key.as_str()).collect();
+    info!(?keys, "broker settings updated (UPDATE_BROKER_CONFIG); brokerPermission applies at once, the others after a restart with the config file changed");
+    state.broker_permission.store(
+        updated.broker_permission,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    *state.settings.write() = updated;
+    if !permission_changed {
+        return Handled::Now(Reply::Success);
+    }
+    let state = state.clone();
+    Handled::Later(Box::pin(async move {
+        // A new data version, so that name servers take the routes with the new permission.
+        state.topics.touch();
+        state.name_servers.register(&state).await;
+        Reply::Success
+    }))
+}
+
 /// INVOKE_BROKER_TO_GET_CONSUMER_STATUS (`Broker2Client.getConsumeStatus`): every member of the
 /// group (or only `client_id`) is asked for its offsets on `topic` (GET_CONSUMER_STATUS_FROM_CLIENT,
 /// 5 s each); members that fail or time out are left out, as in Java.
@@ -406,6 +478,9 @@ fn clone_group_offset(
     topic: &str,
     offline: bool,
 ) -> Reply {
+    if let Err(remark) = skiff_model::topic::validate_group(dest_group) {
+        return Reply::error(ErrorKind::InvalidParameter, remark);
+    }
     let topics = if topic.trim().is_empty() {
         state.offsets.topics_of_group(src_group)
     } else {

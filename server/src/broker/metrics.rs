@@ -690,7 +690,7 @@ impl Collector for Gauges {
             "rocketmq_broker_permission",
             "Broker permission",
             None,
-            &[(none(), i64::from(state.config.broker_permission))],
+            &[(none(), i64::from(state.permission()))],
         )?;
         gauge(
             &mut encoder,

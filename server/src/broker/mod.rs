@@ -4,7 +4,8 @@
 //! [`Broker::start`] opens the message store (recovering it if needed), loads the `config/` files,
 //! binds the listener, registers with every name server and starts the background services.
 //! Request handling is split by concern: `send`, `pull`, `client` (heartbeats and group
-//! membership), `queries` (offsets and timestamps) and `admin`.
+//! membership), `queries` (offsets and timestamps), `admin`, and `introspect` (what operators ask:
+//! connections, statistics from `traffic`, offset resets, questions passed on to a client).
 
 mod admin;
 mod client;
@@ -62,7 +63,14 @@ use topics::TopicConfigManager;
 
 /// Everything request handlers share.
 pub(crate) struct BrokerState {
+    /// The configuration the broker started with (most settings are read from here).
     config: BrokerConfig,
+    /// The configuration as UPDATE_BROKER_CONFIG left it: what GET_BROKER_CONFIG shows. Of its
+    /// changes, `brokerPermission` takes effect at once (`broker_permission`); the rest wait for
+    /// a restart with the config file changed.
+    settings: parking_lot::RwLock<BrokerConfig>,
+    /// `brokerPermission` in force (UPDATE_BROKER_CONFIG changes it at runtime).
+    broker_permission: std::sync::atomic::AtomicI32,
     /// `brokerIP1:listenPort`: what clients connect to and what record STOREHOSTs say.
     broker_addr: String,
     /// `broker_addr` as an address, for records the broker writes itself.
@@ -105,6 +113,8 @@ impl BrokerState {
         schedule: ScheduleService,
     ) -> BrokerState {
         BrokerState {
+            settings: parking_lot::RwLock::new(config.clone()),
+            broker_permission: std::sync::atomic::AtomicI32::new(config.broker_permission),
             topics: TopicConfigManager::load(&config),
             groups: SubscriptionGroupManager::load(&config),
             offsets: ConsumerOffsetManager::load(&config),
@@ -129,6 +139,14 @@ impl BrokerState {
             schedule,
             config,
         }
+    }
+}
+
+impl BrokerState {
+    /// `brokerPermission` in force.
+    fn permission(&self) -> i32 {
+        self.broker_permission
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -340,6 +358,8 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::StatsData { .. } => "VIEW_BROKER_STATS_DATA",
         AdminCommand::ResetOffset { .. } => "INVOKE_BROKER_TO_RESET_OFFSET",
         AdminCommand::AllProducerInfo => "GET_ALL_PRODUCER_INFO",
+        AdminCommand::UpdateBrokerConfig { .. } => "UPDATE_BROKER_CONFIG",
+        AdminCommand::UpdateNamesrvConfig { .. } => "UPDATE_NAMESRV_CONFIG",
         AdminCommand::ConsumerStatus { .. } => "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
         AdminCommand::ConsumerStatusFromClient { .. } => "GET_CONSUMER_STATUS_FROM_CLIENT",
         AdminCommand::CloneGroupOffset { .. } => "CLONE_GROUP_OFFSET",

@@ -128,7 +128,7 @@ struct Filter {
 /// success.
 fn check(state: &BrokerState, request: &PullRequest) -> Result<Filter, Reply> {
     let topic_name = &request.queue.topic;
-    if !perm::is_readable(state.config.broker_permission) {
+    if !perm::is_readable(state.permission()) {
         return Err(Reply::error(
             ErrorKind::NoPermission,
             format!(

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use skiff_model::command::{Reply, Request};
-use skiff_model::route::{BrokerRegistration, ClusterInfo, DataVersion, TopicConfig};
+use skiff_model::route::{perm, BrokerRegistration, ClusterInfo, DataVersion, TopicConfig};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -286,10 +286,18 @@ fn split_registration(whole: BrokerRegistration, size: usize) -> Vec<BrokerRegis
 
 fn registration(
     state: &BrokerState,
-    topics: BTreeMap<String, TopicConfig>,
+    mut topics: BTreeMap<String, TopicConfig>,
     data_version: DataVersion,
 ) -> BrokerRegistration {
     let config = &state.config;
+    // A broker that is not read-write announces its topics with its own permission
+    // (`registerBrokerAll`): a read-only broker gets no sends routed to it.
+    let permission = state.permission();
+    if !perm::is_writeable(permission) || !perm::is_readable(permission) {
+        for topic in topics.values_mut() {
+            topic.perm &= permission;
+        }
+    }
     let (ip, port) = state
         .broker_addr
         .rsplit_once(':')

@@ -121,7 +121,7 @@ fn prepare(
     request: SendRequest,
 ) -> Result<Prepared, Reply> {
     let config = &state.config;
-    if !perm::is_writeable(config.broker_permission) {
+    if !perm::is_writeable(state.permission()) {
         return Err(Reply::error(
             ErrorKind::NoPermission,
             format!(

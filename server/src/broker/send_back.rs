@@ -62,7 +62,7 @@ fn store_back(state: &BrokerState, request: &SendBackRequest) -> Result<(), Repl
                 format!("subscription group not exist, {group} {GROUP_NOT_EXIST_TIP}"),
             )
         })?;
-    if !perm::is_writeable(state.config.broker_permission) {
+    if !perm::is_writeable(state.permission()) {
         return Err(Reply::error(
             ErrorKind::NoPermission,
             format!(

@@ -149,6 +149,12 @@ impl TopicConfigManager {
         topics.into_iter().collect()
     }
 
+    /// A new data version without a change of topics (Java's `getDataVersion().nextVersion()`
+    /// when the broker's permission changes): name servers then take the next registration.
+    pub fn touch(&self) {
+        bump(&mut self.state.write().data_version);
+    }
+
     pub fn get(&self, name: &str) -> Option<TopicConfig> {
         self.state.read().topics.get(name).cloned()
     }

@@ -26,8 +26,9 @@ pub use route_info::{BrokerIdentity, RouteInfoManager};
 struct NameServerService {
     routes: RouteInfoManager,
     kv: kv_config::KvConfigManager,
-    /// GET_NAMESRV_CONFIG's answer: the settings in force, rendered once at start.
-    config_properties: Vec<(String, String)>,
+    /// The settings as UPDATE_NAMESRV_CONFIG left them (GET_NAMESRV_CONFIG's answer); changes
+    /// take effect after a restart once the config file says so.
+    settings: parking_lot::RwLock<crate::config::NamesrvConfig>,
     broker_timeout: Duration,
     /// `aclEnable`: the accounts every request is checked against.
     acl: Option<Arc<crate::acl::AccessControl>>,
@@ -109,7 +110,48 @@ impl NameServerService {
     }
 }
 
+/// Keys UPDATE_NAMESRV_CONFIG refuses (Java's default `configBlackList`).
+const CONFIG_BLACK_LIST: [&str; 3] = ["configBlackList", "configStorePath", "kvConfigPath"];
+
 impl NameServerService {
+    /// UPDATE_NAMESRV_CONFIG (`DefaultRequestProcessor.updateConfig`): checked and applied
+    /// together; GET_NAMESRV_CONFIG shows the result. Nothing of it changes the running name
+    /// server: the settings take effect after a restart once the config file says so (Java
+    /// rewrites its `configStorePath` file; Skiff does not).
+    fn update_config(&self, ctx: &RequestContext, properties: &str) -> Reply {
+        let entries = match crate::config::properties::parse(properties) {
+            Ok(entries) => entries,
+            Err((line, message)) => {
+                return Reply::error(
+                    ErrorKind::SystemError,
+                    format!("string2Properties error: line {line}: {message}"),
+                )
+            }
+        };
+        if entries
+            .iter()
+            .any(|e| CONFIG_BLACK_LIST.contains(&e.key.as_str()))
+        {
+            return Reply::error(
+                ErrorKind::NoPermission,
+                "Can not update config in black list.",
+            );
+        }
+        let mut updated = self.settings.read().clone();
+        for entry in &entries {
+            if let Err(err) = updated.set(&entry.key, &entry.value) {
+                return Reply::error(ErrorKind::SystemError, err.to_string());
+            }
+        }
+        if let Err(err) = updated.validate() {
+            return Reply::error(ErrorKind::SystemError, err.to_string());
+        }
+        let keys: Vec<&str> = entries.iter().map(|e| e.key.as_str()).collect();
+        info!(?keys, client = %ctx.channel.peer(), "name server settings updated (UPDATE_NAMESRV_CONFIG); they apply after a restart with the config file changed");
+        *self.settings.write() = updated;
+        Reply::Success
+    }
+
     fn admin(&self, ctx: &RequestContext, command: AdminCommand) -> Reply {
         match command {
             AdminCommand::PutKvConfig {
@@ -121,9 +163,18 @@ impl NameServerService {
             AdminCommand::DeleteKvConfig { namespace, key } => self.kv.delete(&namespace, &key),
             AdminCommand::GetKvList { namespace } => self.kv.list(&namespace),
             AdminCommand::GetNamesrvConfig => Reply::Admin(AdminReply::Config {
-                properties: self.config_properties.clone(),
+                properties: self
+                    .settings
+                    .read()
+                    .java_properties()
+                    .into_iter()
+                    .map(|(key, value)| (key.to_string(), value))
+                    .collect(),
                 data_version: None,
             }),
+            AdminCommand::UpdateNamesrvConfig { properties } => {
+                self.update_config(ctx, &properties)
+            }
             AdminCommand::WritePerm {
                 broker_name,
                 writable,
@@ -155,6 +206,7 @@ impl NameServerService {
             | AdminCommand::StatsData { .. }
             | AdminCommand::ResetOffset { .. }
             | AdminCommand::AllProducerInfo
+            | AdminCommand::UpdateBrokerConfig { .. }
             | AdminCommand::ConsumerStatus { .. }
             | AdminCommand::ConsumerStatusFromClient { .. }
             | AdminCommand::CloneGroupOffset { .. }
@@ -199,11 +251,7 @@ impl NameServer {
         let service = Arc::new(NameServerService {
             routes: RouteInfoManager::default(),
             kv: kv_config::KvConfigManager::default(),
-            config_properties: config
-                .java_properties()
-                .into_iter()
-                .map(|(key, value)| (key.to_string(), value))
-                .collect(),
+            settings: parking_lot::RwLock::new(config.clone()),
             broker_timeout: Duration::from_millis(config.broker_channel_expired_time),
             acl,
         });

@@ -347,7 +347,7 @@ fn check_pop(
             format!("the broker[{ip}] pop message is timeout too much"),
         ));
     }
-    if !perm::is_readable(state.config.broker_permission) {
+    if !perm::is_readable(state.permission()) {
         return Err(Reply::error(
             ErrorKind::NoPermission,
             format!("the broker[{ip}] pop message is forbidden"),
