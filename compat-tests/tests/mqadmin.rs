@@ -3,6 +3,7 @@
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
 //! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have),
 //! `updateBrokerConfig` (brokerPermission, seen in `topicRoute`), `updateNamesrvConfig`,
+//! `cleanUnusedTopic`, `deleteExpiredCommitLog`,
 //! `updateSubGroup`, `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and `deleteSubGroup`,
 //! `queryMsgById` with its consumer tracking (QUERY_TOPIC_CONSUME_BY_WHO); with a live producer
 //! and push consumer, `consumerConnection`, `producerConnection`, `consumerStatus` (the broker
@@ -454,6 +455,9 @@ fn run(target: &Target) -> Result<()> {
             "6",
         ]),
         words(&["topicRoute", "-n", &ns, "-t", &topic]),
+        // Maintenance: neither deletes anything here (every topic is in use, nothing expired).
+        words(&["cleanUnusedTopic", "-n", &ns, "-b", &broker]),
+        words(&["deleteExpiredCommitLog", "-n", &ns, "-b", &broker]),
     ];
     let out = mqadmin(target, "second", &second)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -504,6 +508,8 @@ fn run(target: &Target) -> Result<()> {
             );
         }
     }
+    expect("cleanUnusedTopic", &out[9], &["success"])?;
+    expect("deleteExpiredCommitLog", &out[10], &["success"])?;
     // mqadmin always writes the body to this fixed path too; remove the file it made.
     let _ = fs::remove_file(format!("/tmp/rocketmq/msgbodys/{msg_id}"));
     live_clients(target, &id)

@@ -113,6 +113,12 @@ pub enum AdminCommand {
     /// Broker: change settings at runtime (UPDATE_BROKER_CONFIG, `mqadmin updateBrokerConfig`),
     /// given as Java properties text (`key=value` lines, the form of RocketMQ's config files).
     UpdateBrokerConfig { properties: String },
+    /// Broker: delete expired CommitLog segments now rather than at `deleteWhen`
+    /// (DELETE_EXPIRED_COMMITLOG, `mqadmin deleteExpiredCommitLog`).
+    DeleteExpiredCommitLog,
+    /// Broker: drop the ConsumeQueues of topics it no longer has (CLEAN_UNUSED_TOPIC,
+    /// `mqadmin cleanUnusedTopic`); system topics are kept.
+    CleanUnusedTopic,
     /// Name server: the same for its settings (UPDATE_NAMESRV_CONFIG).
     UpdateNamesrvConfig { properties: String },
     /// Broker: every producer connection by group (GET_ALL_PRODUCER_INFO).

@@ -237,3 +237,36 @@ async fn name_server_config_updates_show_in_its_config() {
     );
     cluster.stop().await;
 }
+
+#[tokio::test]
+async fn maintenance_codes_keep_what_is_in_use() {
+    let cluster = Cluster::start(|_| {}).await;
+    let broker = cluster.broker_client().await;
+    let sent = broker
+        .invoke(&auto_creating_send("p", TOPIC), TIMEOUT)
+        .await
+        .unwrap();
+    assert!(matches!(sent, Reply::Sent(_)), "{sent:?}");
+    for command in [
+        AdminCommand::CleanUnusedTopic,
+        AdminCommand::DeleteExpiredCommitLog,
+    ] {
+        let response = call(&broker, command).await;
+        assert_eq!(response.code, 0, "{:?}", response.remark);
+    }
+    // The topic in use keeps its queue and its message.
+    let max = broker
+        .invoke(
+            &Request::GetMaxOffset {
+                queue: skiff_model::command::QueueRef {
+                    topic: TOPIC.into(),
+                    queue_id: 0,
+                },
+            },
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(max, Reply::Offset(1));
+    cluster.stop().await;
+}

@@ -36,6 +36,9 @@ pub type ArrivalListener = Arc<dyn Fn(&str, i32, i64) + Send + Sync>;
 const NOT_AVAILABLE: &str = "service not available now. It may be caused by one of the following reasons: the broker's disk is full, messages are put to the slave, message store has been shut down, etc.";
 
 /// State shared by the API and the service threads.
+/// Java's `MAX_MANUAL_DELETE_FILE_TIMES`.
+const MANUAL_DELETE_ROUNDS: u32 = 20;
+
 pub(crate) struct Shared {
     pub config: StoreConfig,
     pub allocator: Arc<Allocator>,
@@ -60,6 +63,8 @@ pub(crate) struct Shared {
     shut_down: AtomicBool,
     consume_queue_error: AtomicBool,
     disk_full: AtomicBool,
+    /// Retention rounds left that delete expired segments whatever the hour (an operator asked).
+    pub manual_delete_rounds: std::sync::atomic::AtomicU32,
 }
 
 impl Shared {
@@ -257,6 +262,7 @@ impl MessageStore {
             shut_down: AtomicBool::new(false),
             consume_queue_error: AtomicBool::new(false),
             disk_full: AtomicBool::new(false),
+            manual_delete_rounds: std::sync::atomic::AtomicU32::new(0),
             config,
             env,
         });
@@ -406,6 +412,30 @@ impl MessageStore {
             max_total_bytes,
             &|_| true,
         )
+    }
+
+    /// Deletes expired CommitLog segments (older than `file_reserved_time_hours`) in the next
+    /// retention rounds whatever `delete_when` says (`executeDeleteFilesManually`, 20 rounds);
+    /// returns at once.
+    pub fn delete_expired_files_manually(&self) {
+        self.shared
+            .manual_delete_rounds
+            .store(MANUAL_DELETE_ROUNDS, Ordering::Release);
+        self.shared.retention_waker.wake();
+    }
+
+    /// Topics that have ConsumeQueues, sorted.
+    pub fn topics(&self) -> Vec<String> {
+        let mut topics: Vec<String> = self
+            .shared
+            .queues
+            .all()
+            .iter()
+            .map(|q| q.topic().to_string())
+            .collect();
+        topics.sort();
+        topics.dedup();
+        topics
     }
 
     /// The next queue offset to be written (0 for an unknown queue).

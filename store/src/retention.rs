@@ -2,7 +2,8 @@
 //! `CleanConsumeQueueService` and the disk-full check), every `clean_resource_interval_ms`.
 //!
 //! * CommitLog segments older than `file_reserved_time_hours` go at the `delete_when` hours, or at
-//!   any hour once the disk is fuller than `disk_max_used_space_ratio`; past
+//!   any hour once the disk is fuller than `disk_max_used_space_ratio` or an operator asked
+//!   (`MessageStore::delete_expired_files_manually`, the next 20 rounds); past
 //!   `disk_space_clean_forcibly_ratio` the oldest go whatever their age.
 //! * ConsumeQueue and index files entirely below the CommitLog's new min offset follow, and
 //!   queue min offsets move (a pull below them gets `OffsetTooSmall`).
@@ -66,7 +67,15 @@ impl Retention {
             || disk.logics < 0.0
             || disk.logics > max_used;
         let now = shared.env.clock.now_ms();
-        if is_time_to_delete(&config.delete_when, now) || space_to_delete {
+        let manual = shared
+            .manual_delete_rounds
+            .fetch_update(
+                std::sync::atomic::Ordering::AcqRel,
+                std::sync::atomic::Ordering::Acquire,
+                |n| n.checked_sub(1),
+            )
+            .is_ok();
+        if is_time_to_delete(&config.delete_when, now) || space_to_delete || manual {
             let reserved_ms = config.file_reserved_time_hours as i64 * 3_600_000;
             let at_once = config.clean_file_forcibly_enable && clean_now;
             match shared.commit_log.delete_expired(

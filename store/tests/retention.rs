@@ -214,3 +214,19 @@ fn a_full_disk_refuses_puts_until_space_frees() {
     });
     assert_eq!(s.store.max_offset_in_queue("Full", 0), written + 1);
 }
+
+#[test]
+fn an_operator_can_delete_expired_segments_outside_the_delete_hour() {
+    let s = setup(false);
+    s.clock.set(now_ms() + 100 * HOUR);
+    settle();
+    assert_eq!(
+        s.store.commit_log_min_offset(),
+        0,
+        "expired, but not the delete hour"
+    );
+    // DELETE_EXPIRED_COMMITLOG: the next rounds delete whatever the hour.
+    s.store.delete_expired_files_manually();
+    wait_until("manual deletion", || s.store.commit_log_min_offset() > 0);
+    assert!(only_current_segment(&s.store));
+}

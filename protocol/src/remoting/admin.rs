@@ -55,6 +55,8 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::CLONE_GROUP_OFFSET
             | code::UPDATE_BROKER_CONFIG
             | code::UPDATE_NAMESRV_CONFIG
+            | code::CLEAN_UNUSED_TOPIC
+            | code::DELETE_EXPIRED_COMMITLOG
     )
 }
 
@@ -119,6 +121,8 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
             offset: f.opt_num("offset")?,
         },
         code::GET_ALL_PRODUCER_INFO => AdminCommand::AllProducerInfo,
+        code::CLEAN_UNUSED_TOPIC => AdminCommand::CleanUnusedTopic,
+        code::DELETE_EXPIRED_COMMITLOG => AdminCommand::DeleteExpiredCommitLog,
         // The body is `MixAll.properties2String`; Java reads it as UTF-8.
         code::UPDATE_BROKER_CONFIG => AdminCommand::UpdateBrokerConfig {
             properties: String::from_utf8_lossy(&cmd.body.to_bytes()).into_owned(),
@@ -193,6 +197,8 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::StatsData { .. } => code::VIEW_BROKER_STATS_DATA,
         AdminCommand::ResetOffset { .. } => code::INVOKE_BROKER_TO_RESET_OFFSET,
         AdminCommand::AllProducerInfo => code::GET_ALL_PRODUCER_INFO,
+        AdminCommand::CleanUnusedTopic => code::CLEAN_UNUSED_TOPIC,
+        AdminCommand::DeleteExpiredCommitLog => code::DELETE_EXPIRED_COMMITLOG,
         AdminCommand::UpdateBrokerConfig { .. } => code::UPDATE_BROKER_CONFIG,
         AdminCommand::UpdateNamesrvConfig { .. } => code::UPDATE_NAMESRV_CONFIG,
         AdminCommand::ConsumerStatus { .. } => code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
@@ -333,6 +339,8 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         }
         AdminCommand::HaStatus
         | AdminCommand::AllProducerInfo
+        | AdminCommand::CleanUnusedTopic
+        | AdminCommand::DeleteExpiredCommitLog
         | AdminCommand::GetBrokerConfig
         | AdminCommand::GetNamesrvConfig
         | AdminCommand::GetAllSubscriptionGroups

@@ -77,6 +77,8 @@ pub mod request {
     pub const CLONE_GROUP_OFFSET: i32 = 314;
     pub const UPDATE_BROKER_CONFIG: i32 = 25;
     pub const UPDATE_NAMESRV_CONFIG: i32 = 318;
+    pub const CLEAN_UNUSED_TOPIC: i32 = 316;
+    pub const DELETE_EXPIRED_COMMITLOG: i32 = 329;
 }
 
 /// Response codes.

@@ -75,6 +75,7 @@ pub(super) fn handle(state: &Arc<BrokerState>, command: AdminCommand) -> Handled
             client_id,
         } => consumer_status(state, topic, group, client_id),
         AdminCommand::UpdateBrokerConfig { properties } => update_config(state, &properties),
+        AdminCommand::CleanUnusedTopic => clean_unused_topics(state),
         other => Handled::Now(answer(state, other)),
     }
 }
@@ -108,6 +109,11 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
             topic,
             offline,
         } => clone_group_offset(state, &src_group, &dest_group, &topic, offline),
+        AdminCommand::DeleteExpiredCommitLog => {
+            info!("expired commit log segments to be deleted now (DELETE_EXPIRED_COMMITLOG)");
+            state.store.delete_expired_files_manually();
+            Reply::Success
+        }
         AdminCommand::AllProducerInfo => Reply::Admin(AdminReply::ProducerTable(
             state.producers.table(super::now_millis()),
         )),
@@ -354,6 +360,35 @@ fn call_consumer(
             Err(err) => Reply::error(
                 ErrorKind::SystemError,
                 format!("invoke consumer <{group}> <{client_id}> Exception: {err}"),
+            ),
+        }
+    }))
+}
+
+/// CLEAN_UNUSED_TOPIC (`cleanUnusedTopic`): the ConsumeQueues of topics that are neither in the
+/// topic table nor system topics are deleted, on a blocking thread (files are unlinked).
+fn clean_unused_topics(state: &Arc<BrokerState>) -> Handled {
+    let unused: Vec<String> = state
+        .store
+        .topics()
+        .into_iter()
+        .filter(|t| state.topics.get(t).is_none() && !state.topics.is_system_topic(t))
+        .collect();
+    if unused.is_empty() {
+        return Handled::Now(Reply::Success);
+    }
+    let store = state.store.clone();
+    Handled::Later(Box::pin(async move {
+        info!(topics = ?unused, "deleting the queues of unused topics (CLEAN_UNUSED_TOPIC)");
+        let deleting = tokio::task::spawn_blocking(move || {
+            let names: Vec<&str> = unused.iter().map(String::as_str).collect();
+            store.delete_topics(&names);
+        });
+        match deleting.await {
+            Ok(()) => Reply::Success,
+            Err(e) => Reply::error(
+                ErrorKind::SystemError,
+                format!("cleaning unused topics: {e}"),
             ),
         }
     }))

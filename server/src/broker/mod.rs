@@ -358,6 +358,8 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::StatsData { .. } => "VIEW_BROKER_STATS_DATA",
         AdminCommand::ResetOffset { .. } => "INVOKE_BROKER_TO_RESET_OFFSET",
         AdminCommand::AllProducerInfo => "GET_ALL_PRODUCER_INFO",
+        AdminCommand::CleanUnusedTopic => "CLEAN_UNUSED_TOPIC",
+        AdminCommand::DeleteExpiredCommitLog => "DELETE_EXPIRED_COMMITLOG",
         AdminCommand::UpdateBrokerConfig { .. } => "UPDATE_BROKER_CONFIG",
         AdminCommand::UpdateNamesrvConfig { .. } => "UPDATE_NAMESRV_CONFIG",
         AdminCommand::ConsumerStatus { .. } => "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",

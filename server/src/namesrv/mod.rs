@@ -206,6 +206,8 @@ impl NameServerService {
             | AdminCommand::StatsData { .. }
             | AdminCommand::ResetOffset { .. }
             | AdminCommand::AllProducerInfo
+            | AdminCommand::CleanUnusedTopic
+            | AdminCommand::DeleteExpiredCommitLog
             | AdminCommand::UpdateBrokerConfig { .. }
             | AdminCommand::ConsumerStatus { .. }
             | AdminCommand::ConsumerStatusFromClient { .. }
