@@ -3,7 +3,7 @@
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
 //! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have),
 //! `updateBrokerConfig` (brokerPermission, seen in `topicRoute`), `updateNamesrvConfig`,
-//! `cleanUnusedTopic`, `deleteExpiredCommitLog`,
+//! `cleanUnusedTopic`, `deleteExpiredCommitLog`, `rocksDBConfigToJson`,
 //! `updateSubGroup`, `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and `deleteSubGroup`,
 //! `queryMsgById` with its consumer tracking (QUERY_TOPIC_CONSUME_BY_WHO); with a live producer
 //! and push consumer, `consumerConnection`, `producerConnection`, `consumerStatus` (the broker
@@ -458,6 +458,7 @@ fn run(target: &Target) -> Result<()> {
         // Maintenance: neither deletes anything here (every topic is in use, nothing expired).
         words(&["cleanUnusedTopic", "-n", &ns, "-b", &broker]),
         words(&["deleteExpiredCommitLog", "-n", &ns, "-b", &broker]),
+        words(&["rocksDBConfigToJson", "-b", &broker, "-t", "topics"]),
     ];
     let out = mqadmin(target, "second", &second)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -510,6 +511,11 @@ fn run(target: &Target) -> Result<()> {
     }
     expect("cleanUnusedTopic", &out[9], &["success"])?;
     expect("deleteExpiredCommitLog", &out[10], &["success"])?;
+    // EXPORT_ROCKSDB_CONFIG_TO_JSON: neither broker keeps its configs in RocksDB.
+    expect("rocksDBConfigToJson", &out[11], &["broker export done."])?;
+    if out[11].contains("export error") {
+        bail!("rocksDBConfigToJson: {}", out[11]);
+    }
     // mqadmin always writes the body to this fixed path too; remove the file it made.
     let _ = fs::remove_file(format!("/tmp/rocketmq/msgbodys/{msg_id}"));
     live_clients(target, &id)

@@ -119,6 +119,10 @@ pub enum AdminCommand {
     /// Broker: drop the ConsumeQueues of topics it no longer has (CLEAN_UNUSED_TOPIC,
     /// `mqadmin cleanUnusedTopic`); system topics are kept.
     CleanUnusedTopic,
+    /// Broker: export configs kept in RocksDB to JSON files (EXPORT_ROCKSDB_CONFIG_TO_JSON,
+    /// `mqadmin rocksDBConfigToJson`); `config_types` as Java lists them
+    /// (`topics;subscriptionGroups;consumerOffsets`).
+    ExportRocksDbConfig { config_types: String },
     /// Name server: the same for its settings (UPDATE_NAMESRV_CONFIG).
     UpdateNamesrvConfig { properties: String },
     /// Broker: every producer connection by group (GET_ALL_PRODUCER_INFO).
@@ -180,6 +184,8 @@ pub enum AdminReply {
     ConsumeQueue(Box<ConsumeQueueView>),
     /// Offsets each consumer reported, by client id (`GetConsumerStatusBody.consumerTable`).
     ConsumerStatus(BTreeMap<String, Vec<(MessageQueue, i64)>>),
+    /// Done, with Java's remark for it.
+    Done(String),
     /// The offsets a [`AdminCommand::ResetOffset`] set, by queue.
     ResetOffsets(Vec<(MessageQueue, i64)>),
 }

@@ -57,6 +57,7 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::UPDATE_NAMESRV_CONFIG
             | code::CLEAN_UNUSED_TOPIC
             | code::DELETE_EXPIRED_COMMITLOG
+            | code::EXPORT_ROCKSDB_CONFIG_TO_JSON
     )
 }
 
@@ -123,6 +124,9 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
         code::GET_ALL_PRODUCER_INFO => AdminCommand::AllProducerInfo,
         code::CLEAN_UNUSED_TOPIC => AdminCommand::CleanUnusedTopic,
         code::DELETE_EXPIRED_COMMITLOG => AdminCommand::DeleteExpiredCommitLog,
+        code::EXPORT_ROCKSDB_CONFIG_TO_JSON => AdminCommand::ExportRocksDbConfig {
+            config_types: f.string("configType")?,
+        },
         // The body is `MixAll.properties2String`; Java reads it as UTF-8.
         code::UPDATE_BROKER_CONFIG => AdminCommand::UpdateBrokerConfig {
             properties: String::from_utf8_lossy(&cmd.body.to_bytes()).into_owned(),
@@ -199,6 +203,7 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::AllProducerInfo => code::GET_ALL_PRODUCER_INFO,
         AdminCommand::CleanUnusedTopic => code::CLEAN_UNUSED_TOPIC,
         AdminCommand::DeleteExpiredCommitLog => code::DELETE_EXPIRED_COMMITLOG,
+        AdminCommand::ExportRocksDbConfig { .. } => code::EXPORT_ROCKSDB_CONFIG_TO_JSON,
         AdminCommand::UpdateBrokerConfig { .. } => code::UPDATE_BROKER_CONFIG,
         AdminCommand::UpdateNamesrvConfig { .. } => code::UPDATE_NAMESRV_CONFIG,
         AdminCommand::ConsumerStatus { .. } => code::INVOKE_BROKER_TO_GET_CONSUMER_STATUS,
@@ -279,6 +284,9 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         }
         AdminCommand::BrokerConsumeStats { order_only } => {
             out.put("isOrder", order_only);
+        }
+        AdminCommand::ExportRocksDbConfig { config_types } => {
+            out.put("configType", config_types);
         }
         AdminCommand::UpdateBrokerConfig { properties }
         | AdminCommand::UpdateNamesrvConfig { properties } => {
@@ -599,6 +607,7 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
         AdminReply::ConsumerStatus(table) => {
             cmd.body = Body::from(super::body::consumer_status_json(&table).into_bytes());
         }
+        AdminReply::Done(remark) => cmd.remark = Some(remark),
         AdminReply::ResetOffsets(offsets) => {
             cmd.body = Body::from(super::body::reset_offset_json(&offsets).into_bytes());
         }

@@ -79,6 +79,7 @@ pub mod request {
     pub const UPDATE_NAMESRV_CONFIG: i32 = 318;
     pub const CLEAN_UNUSED_TOPIC: i32 = 316;
     pub const DELETE_EXPIRED_COMMITLOG: i32 = 329;
+    pub const EXPORT_ROCKSDB_CONFIG_TO_JSON: i32 = 355;
 }
 
 /// Response codes.

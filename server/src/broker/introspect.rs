@@ -109,6 +109,7 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
             topic,
             offline,
         } => clone_group_offset(state, &src_group, &dest_group, &topic, offline),
+        AdminCommand::ExportRocksDbConfig { config_types } => export_rocksdb_config(&config_types),
         AdminCommand::DeleteExpiredCommitLog => {
             info!("expired commit log segments to be deleted now (DELETE_EXPIRED_COMMITLOG)");
             state.store.delete_expired_files_manually();
@@ -392,6 +393,27 @@ fn clean_unused_topics(state: &Arc<BrokerState>) -> Handled {
             ),
         }
     }))
+}
+
+/// EXPORT_ROCKSDB_CONFIG_TO_JSON: Skiff keeps topics, subscription groups and consumer offsets
+/// in JSON files already (`config/*.json`), as a Java broker without RocksDB configs does, for
+/// which Java also exports nothing and answers `export done.`. Unknown types are refused as
+/// Java's `ConfigType.getConfigTypeByName` refuses them.
+fn export_rocksdb_config(config_types: &str) -> Reply {
+    const TYPES: [&str; 3] = ["topics", "subscriptionGroups", "consumerOffsets"];
+    for name in config_types
+        .split(';')
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+    {
+        if !TYPES.iter().any(|t| t.eq_ignore_ascii_case(name)) {
+            return Reply::error(
+                ErrorKind::SystemError,
+                format!("Unknown config type: {name}"),
+            );
+        }
+    }
+    Reply::Admin(AdminReply::Done("export done.".to_string()))
 }
 
 /// Keys UPDATE_BROKER_CONFIG refuses (Java's default `configBlackList`).

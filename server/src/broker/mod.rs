@@ -360,6 +360,7 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::AllProducerInfo => "GET_ALL_PRODUCER_INFO",
         AdminCommand::CleanUnusedTopic => "CLEAN_UNUSED_TOPIC",
         AdminCommand::DeleteExpiredCommitLog => "DELETE_EXPIRED_COMMITLOG",
+        AdminCommand::ExportRocksDbConfig { .. } => "EXPORT_ROCKSDB_CONFIG_TO_JSON",
         AdminCommand::UpdateBrokerConfig { .. } => "UPDATE_BROKER_CONFIG",
         AdminCommand::UpdateNamesrvConfig { .. } => "UPDATE_NAMESRV_CONFIG",
         AdminCommand::ConsumerStatus { .. } => "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",

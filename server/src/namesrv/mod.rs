@@ -208,6 +208,7 @@ impl NameServerService {
             | AdminCommand::AllProducerInfo
             | AdminCommand::CleanUnusedTopic
             | AdminCommand::DeleteExpiredCommitLog
+            | AdminCommand::ExportRocksDbConfig { .. }
             | AdminCommand::UpdateBrokerConfig { .. }
             | AdminCommand::ConsumerStatus { .. }
             | AdminCommand::ConsumerStatusFromClient { .. }
