@@ -24,6 +24,7 @@
 //! plain by its first byte, handshake bounded by `handshake_timeout`), under the same connection
 //! limit; the frames then flow the same way over either stream.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -36,7 +37,6 @@ use parking_lot::Mutex;
 use skiff_model::command::ErrorKind;
 use skiff_model::command::{Reply, Request};
 use skiff_protocol::remoting::{self, LanguageCode, RemotingCodec, RemotingCommand};
-use std::collections::HashMap;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};

@@ -1,12 +1,19 @@
-//! Operator requests answered from the broker's tables: who consumes a topic
-//! (QUERY_TOPIC_CONSUME_BY_WHO, which `mqadmin queryMsgById` and the dashboard use to track a
-//! message) and the replication status (GET_BROKER_HA_STATUS, `mqadmin haStatus`); the broker's
-//! settings and subscription groups (GET_BROKER_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
-//! DELETE_SUBSCRIPTIONGROUP); who is connected (GET_CONSUMER_CONNECTION_LIST,
-//! GET_PRODUCER_CONNECTION_LIST), the system topics (GET_SYSTEM_TOPIC_LIST_FROM_BROKER), traffic
-//! statistics (VIEW_BROKER_STATS_DATA) and a consumer's own running state, which the broker asks
-//! the consumer for (GET_CONSUMER_RUNNING_INFO).
+//! Operator requests (the ones `mqadmin` and the Dashboard send) answered from the broker's
+//! tables, or by asking a client:
+//!
+//! - who consumes a topic (QUERY_TOPIC_CONSUME_BY_WHO) and who is connected
+//!   (GET_CONSUMER_CONNECTION_LIST, GET_PRODUCER_CONNECTION_LIST, GET_ALL_PRODUCER_INFO);
+//! - replication status (GET_BROKER_HA_STATUS), system topics (GET_SYSTEM_TOPIC_LIST_FROM_BROKER),
+//!   traffic statistics (VIEW_BROKER_STATS_DATA), consume statistics (GET_BROKER_CONSUME_STATS),
+//!   ConsumeQueue entries (QUERY_CONSUME_QUEUE);
+//! - settings (GET_/UPDATE_BROKER_CONFIG) and subscription groups
+//!   (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP);
+//! - offsets (INVOKE_BROKER_TO_RESET_OFFSET, CLONE_GROUP_OFFSET) and maintenance
+//!   (CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG, EXPORT_ROCKSDB_CONFIG_TO_JSON);
+//! - what only a consumer knows, asked through its connection and relayed
+//!   (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, INVOKE_BROKER_TO_GET_CONSUMER_STATUS).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,9 +25,7 @@ use skiff_model::command::{BoundaryType, ErrorKind, Reply, Request};
 use skiff_model::consumer::MessageQueue;
 use skiff_model::record;
 use skiff_model::route::DataVersion;
-
 use skiff_protocol::remoting;
-use std::collections::BTreeMap;
 use tracing::{debug, info, warn};
 
 use super::BrokerState;
@@ -425,44 +430,25 @@ const CONFIG_BLACK_LIST: [&str; 2] = ["configBlackList", "brokerConfigPath"];
 /// `registerBrokerAll`); other settings are shown by GET_BROKER_CONFIG and take effect after a
 /// restart once the config file says so (Java rewrites its config file; Skiff does not).
 fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
-    let entries = match crate::config::properties::parse(properties) {
-        Ok(entries) => entries,
-        Err((line, message)) => {
-            return Handled::Now(Reply::error(
-                ErrorKind::SystemError,
-                format!("string2Properties error: line {line}: {message}"),
-            ))
-        }
+    // Held throughout, so that two updates at once do not lose one (Java's is `synchronized`).
+    let mut settings = state.settings.write();
+    let (updated, keys) = match crate::config::with_updates(
+        &*settings,
+        properties,
+        &CONFIG_BLACK_LIST,
+        crate::config::BrokerConfig::validate,
+    ) {
+        Ok(updated) => updated,
+        Err(refused) => return Handled::Now(refused.into()),
     };
-    if entries
-        .iter()
-        .any(|e| CONFIG_BLACK_LIST.contains(&e.key.as_str()))
-    {
-        return Handled::Now(Reply::error(
-            ErrorKind::NoPermission,
-            "Can not update config in black list.",
-        ));
-    }
-    let updated = {
-        let mut updated = state.settings.read().clone();
-        for entry in &entries {
-            if let Err(err) = updated.set(&entry.key, &entry.value) {
-                return Handled::Now(Reply::error(ErrorKind::SystemError, err.to_string()));
-            }
-        }
-        if let Err(err) = updated.validate() {
-            return Handled::Now(Reply::error(ErrorKind::SystemError, err.to_string()));
-        }
-        updated
-    };
-    let permission_changed = entries.iter().any(|e| e.key == "brokerPermission");
-    let keys: Vec<&str> = entries.iter().map(|e| e.key.as_str()).collect();
+    let permission_changed = keys.iter().any(|k| k == "brokerPermission");
     info!(?keys, "broker settings updated (UPDATE_BROKER_CONFIG); brokerPermission applies at once, the others after a restart with the config file changed");
     state.broker_permission.store(
         updated.broker_permission,
         std::sync::atomic::Ordering::Relaxed,
     );
-    *state.settings.write() = updated;
+    *settings = updated;
+    drop(settings);
     if !permission_changed {
         return Handled::Now(Reply::Success);
     }

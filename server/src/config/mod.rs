@@ -13,7 +13,7 @@ mod broker;
 mod error;
 mod java_keys;
 mod namesrv;
-pub(crate) mod properties;
+mod properties;
 mod source;
 mod tls;
 mod value;
@@ -76,6 +76,56 @@ macro_rules! settings {
     };
 }
 pub(crate) use settings;
+
+/// Why an UPDATE_BROKER_CONFIG or UPDATE_NAMESRV_CONFIG settings text was refused.
+#[derive(Debug)]
+pub(crate) enum UpdateRefused {
+    /// Not Java properties text: the 1-based line and what is wrong.
+    Syntax(usize, String),
+    /// It names a key of the black list (Java's `configBlackList`).
+    BlackListed,
+    /// A value, or how the values fit together, is wrong.
+    Invalid(ConfigError),
+}
+
+impl From<UpdateRefused> for skiff_model::command::Reply {
+    /// Java's codes and remarks (a bad value is Skiff's own: Java skips it silently).
+    fn from(refused: UpdateRefused) -> Self {
+        use skiff_model::command::{ErrorKind, Reply};
+        match refused {
+            UpdateRefused::Syntax(line, message) => Reply::error(
+                ErrorKind::SystemError,
+                format!("string2Properties error: line {line}: {message}"),
+            ),
+            UpdateRefused::BlackListed => Reply::error(
+                ErrorKind::NoPermission,
+                "Can not update config in black list.",
+            ),
+            UpdateRefused::Invalid(err) => Reply::error(ErrorKind::SystemError, err.to_string()),
+        }
+    }
+}
+
+/// `current` with every setting of the properties `text` applied, checked by `validate`, and
+/// the keys it set: all or nothing.
+pub(crate) fn with_updates<S: Settings + Clone>(
+    current: &S,
+    text: &str,
+    black_list: &[&str],
+    validate: impl Fn(&S) -> Result<(), ConfigError>,
+) -> Result<(S, Vec<String>), UpdateRefused> {
+    let entries =
+        properties::parse(text).map_err(|(line, message)| UpdateRefused::Syntax(line, message))?;
+    if entries.iter().any(|e| black_list.contains(&e.key.as_str())) {
+        return Err(UpdateRefused::BlackListed);
+    }
+    let mut updated = current.clone();
+    for entry in &entries {
+        set_one(&mut updated, &entry.key, &entry.value, None).map_err(UpdateRefused::Invalid)?;
+    }
+    validate(&updated).map_err(UpdateRefused::Invalid)?;
+    Ok((updated, entries.into_iter().map(|e| e.key).collect()))
+}
 
 /// Sets one key: ours, a Java key Skiff ignores (warned about once), or an error.
 pub(crate) fn set_one<S: Settings>(

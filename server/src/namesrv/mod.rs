@@ -119,36 +119,19 @@ impl NameServerService {
     /// server: the settings take effect after a restart once the config file says so (Java
     /// rewrites its `configStorePath` file; Skiff does not).
     fn update_config(&self, ctx: &RequestContext, properties: &str) -> Reply {
-        let entries = match crate::config::properties::parse(properties) {
-            Ok(entries) => entries,
-            Err((line, message)) => {
-                return Reply::error(
-                    ErrorKind::SystemError,
-                    format!("string2Properties error: line {line}: {message}"),
-                )
-            }
+        // Held throughout, so that two updates at once do not lose one.
+        let mut settings = self.settings.write();
+        let (updated, keys) = match crate::config::with_updates(
+            &*settings,
+            properties,
+            &CONFIG_BLACK_LIST,
+            crate::config::NamesrvConfig::validate,
+        ) {
+            Ok(updated) => updated,
+            Err(refused) => return refused.into(),
         };
-        if entries
-            .iter()
-            .any(|e| CONFIG_BLACK_LIST.contains(&e.key.as_str()))
-        {
-            return Reply::error(
-                ErrorKind::NoPermission,
-                "Can not update config in black list.",
-            );
-        }
-        let mut updated = self.settings.read().clone();
-        for entry in &entries {
-            if let Err(err) = updated.set(&entry.key, &entry.value) {
-                return Reply::error(ErrorKind::SystemError, err.to_string());
-            }
-        }
-        if let Err(err) = updated.validate() {
-            return Reply::error(ErrorKind::SystemError, err.to_string());
-        }
-        let keys: Vec<&str> = entries.iter().map(|e| e.key.as_str()).collect();
         info!(?keys, client = %ctx.channel.peer(), "name server settings updated (UPDATE_NAMESRV_CONFIG); they apply after a restart with the config file changed");
-        *self.settings.write() = updated;
+        *settings = updated;
         Reply::Success
     }
 
