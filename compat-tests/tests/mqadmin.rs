@@ -3,7 +3,8 @@
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
 //! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have),
 //! `updateBrokerConfig` (brokerPermission, seen in `topicRoute`), `updateNamesrvConfig`,
-//! `cleanUnusedTopic`, `deleteExpiredCommitLog`, `rocksDBConfigToJson`,
+//! `cleanUnusedTopic`, `deleteExpiredCommitLog`, `rocksDBConfigToJson`, `topicList`, `clusterList`,
+//! `topicClusterList`, `topicStatus`, `brokerStatus`, `queryMsgByKey`, `updateTopicPerm`,
 //! `updateSubGroup`, `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and `deleteSubGroup`,
 //! `queryMsgById` with its consumer tracking (QUERY_TOPIC_CONSUME_BY_WHO); with a live producer
 //! and push consumer, `consumerConnection`, `producerConnection`, `consumerStatus` (the broker
@@ -518,7 +519,126 @@ fn run(target: &Target) -> Result<()> {
     }
     // mqadmin always writes the body to this fixed path too; remove the file it made.
     let _ = fs::remove_file(format!("/tmp/rocketmq/msgbodys/{msg_id}"));
-    live_clients(target, &id)
+    live_clients(target, &id)?;
+    listings(target, &id)
+}
+
+/// A fourth JVM: the listing and lookup commands over a topic of its own (one queue, so offsets
+/// are known), and a topic's permission changed in the broker.
+fn listings(target: &Target, id: &str) -> Result<()> {
+    let ns = target.namesrv();
+    let broker = target.broker();
+    let topic = format!("mqadmin_list_{id}");
+    let key = format!("key_{id}");
+    let batch = [
+        words(&[
+            "updateTopic",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-t",
+            &topic,
+            "-r",
+            "1",
+            "-w",
+            "1",
+        ]),
+        words(&[
+            "sendMessage",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-p",
+            "listed",
+            "-k",
+            &key,
+        ]),
+        // Both brokers build their message index a moment after the send.
+        words(&["@sleep", "3000"]),
+        words(&["topicList", "-n", &ns]),
+        words(&["clusterList", "-n", &ns]),
+        words(&["topicClusterList", "-n", &ns, "-t", &topic]),
+        words(&["topicStatus", "-n", &ns, "-t", &topic]),
+        words(&["brokerStatus", "-n", &ns, "-b", &broker]),
+        words(&["queryMsgByKey", "-n", &ns, "-t", &topic, "-k", &key]),
+        words(&[
+            "updateTopicPerm",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-t",
+            &topic,
+            "-p",
+            "4",
+        ]),
+        words(&["topicRoute", "-n", &ns, "-t", &topic]),
+    ];
+    let out = mqadmin(target, "listings", &batch)?;
+    let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
+    expect("updateTopic", &out[0], &["create topic to BROKER success."])?;
+    expect("sendMessage", &out[1], &["SEND_OK"])?;
+    if !out[3].lines().any(|l| l.trim() == topic) {
+        bail!("topicList: no line {topic} in:\n{}", out[3]);
+    }
+    expect(
+        "clusterList",
+        &out[4],
+        &[
+            "#Cluster Name",
+            "DefaultCluster",
+            BROKER_NAME,
+            "BROKER",
+            "V5_3_3",
+        ],
+    )?;
+    expect("topicClusterList", &out[5], &["DefaultCluster"])?;
+    // `#Broker Name #QID #Min Offset #Max Offset #Last Updated`: queue 0 holds the one message.
+    expect(
+        "topicStatus",
+        &out[6],
+        &["#Broker Name", "#QID", "#Min Offset", "#Max Offset"],
+    )?;
+    let row = out[6]
+        .lines()
+        .find(|l| l.starts_with(BROKER_NAME))
+        .with_context(|| format!("topicStatus: no row in:\n{}", out[6]))?;
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    if cols.get(1..4) != Some(&["0", "0", "1"][..]) {
+        bail!("topicStatus: expected queue 0 from 0 to 1 in:\n{}", out[6]);
+    }
+    expect(
+        "brokerStatus",
+        &out[7],
+        &["brokerVersionDesc", "V5_3_3", "msgPutTotalTodayNow"],
+    )?;
+    expect(
+        "queryMsgByKey",
+        &out[8],
+        &["#Message ID", "#QID", "#Offset"],
+    )?;
+    if out[8]
+        .lines()
+        .filter(|l| l.split_whitespace().count() == 3 && !l.starts_with('#'))
+        .count()
+        != 1
+    {
+        bail!("queryMsgByKey: expected one message in:\n{}", out[8]);
+    }
+    expect(
+        "updateTopicPerm",
+        &out[9],
+        &["update topic perm from 6 to 4 in BROKER success."],
+    )?;
+    if route_perms(&out[10]) != [4] {
+        bail!(
+            "topicRoute after updateTopicPerm: expected perm 4 in:\n{}",
+            out[10]
+        );
+    }
+    Ok(())
 }
 
 /// A third JVM with a producer and a push consumer of its own: their connections
