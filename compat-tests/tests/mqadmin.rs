@@ -5,6 +5,7 @@
 //! `updateBrokerConfig` (brokerPermission, seen in `topicRoute`), `updateNamesrvConfig`,
 //! `cleanUnusedTopic`, `deleteExpiredCommitLog`, `rocksDBConfigToJson`, `topicList`, `clusterList`,
 //! `topicClusterList`, `topicStatus`, `brokerStatus`, `queryMsgByKey`, `updateTopicPerm`,
+//! `printMsg`, `printMsgByQueue`,
 //! `updateSubGroup`, `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and `deleteSubGroup`,
 //! `queryMsgById` with its consumer tracking (QUERY_TOPIC_CONSUME_BY_WHO); with a live producer
 //! and push consumer, `consumerConnection`, `producerConnection`, `consumerStatus` (the broker
@@ -575,6 +576,23 @@ fn listings(target: &Target, id: &str) -> Result<()> {
             "4",
         ]),
         words(&["topicRoute", "-n", &ns, "-t", &topic]),
+        // A read-only topic still reads.
+        words(&["printMsg", "-n", &ns, "-t", &topic]),
+        words(&[
+            "printMsgByQueue",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-a",
+            BROKER_NAME,
+            "-i",
+            "0",
+            "-p",
+            "true",
+            "-d",
+            "true",
+        ]),
     ];
     let out = mqadmin(target, "listings", &batch)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -638,6 +656,8 @@ fn listings(target: &Target, id: &str) -> Result<()> {
             out[10]
         );
     }
+    expect("printMsg", &out[11], &["MSGID: ", "BODY: listed"])?;
+    expect("printMsgByQueue", &out[12], &["MSGID: ", "BODY: listed"])?;
     Ok(())
 }
 
