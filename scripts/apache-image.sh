@@ -5,6 +5,7 @@
 # shared libraries `java` and the JDK's core libraries load (found with ldd).
 #
 #   scripts/apache-image.sh     # tags skiff-bench/apache-rocketmq:5.3.3
+#   SKIFF_COMPAT_APACHE_VERSION=4.9.7 scripts/apache-image.sh   # the 4.9 line's broker
 #
 # Not part of CI: nothing but the benchmark uses it.
 set -euo pipefail
@@ -23,6 +24,21 @@ chmod 1777 "$root/tmp"
 echo "apache-image.sh: RocketMQ $version jars (Maven Central, cached in ~/.m2)"
 mvn -q -B -f compat-tests/java/broker/pom.xml dependency:copy-dependencies \
     -Drocketmq.version="$version" -DoutputDirectory="$root/rocketmq/lib"
+
+# RocketMQ 4.9 reads $ROCKETMQ_HOME/conf/logback_<role>.xml and exits without it (5.x carries its
+# own in the jars): a file appender per role, as the compat harness writes (compat-tests/src/target.rs).
+mkdir -p "$root/home/rocketmq/conf" "$root/home/rocketmq/logs"
+for role in namesrv broker; do
+    cat >"$root/home/rocketmq/conf/logback_$role.xml" <<XML
+<configuration>
+  <appender name="F" class="ch.qos.logback.core.FileAppender">
+    <file>/home/rocketmq/logs/$role.log</file>
+    <encoder><pattern>%d{HH:mm:ss.SSS} %-5level %logger{24} - %msg%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="F"/></root>
+</configuration>
+XML
+done
 
 echo "apache-image.sh: JDK from $java_home"
 mkdir -p "$root/jdk"

@@ -7,9 +7,6 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 
 import com.github.dockerjava.api.command.InspectContainerResponse;
-import org.apache.rocketmq.common.TopicConfig;
-import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
-import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 import org.testcontainers.containers.ContainerLaunchException;
 import org.testcontainers.containers.GenericContainer;
 import org.testcontainers.utility.DockerImageName;
@@ -31,8 +28,11 @@ import org.testcontainers.utility.DockerImageName;
  * containers can run side by side. The image is never pulled: {@code scripts/image.sh} builds it
  * locally (default {@code skiff:latest}, or the system property {@code skiff.image}).
  *
- * <p>Ready means the broker is registered with the name server (asked with the official admin
- * client) and every topic of {@link #withTopic} has a route: a test can send at once.
+ * <p>Ready means the broker is registered with the name server and every topic of
+ * {@link #withTopic} has a route: a test can send at once.
+ *
+ * <p>The module depends on no RocketMQ client (it sends its three requests itself), so it works
+ * with whichever the test uses: rocketmq-client 4.9.x or 5.x.
  */
 public class SkiffContainer extends GenericContainer<SkiffContainer> {
     public static final String DEFAULT_IMAGE = "skiff:latest";
@@ -91,42 +91,36 @@ public class SkiffContainer extends GenericContainer<SkiffContainer> {
 
     @Override
     protected void containerIsStarted(InspectContainerResponse info) {
-        if (topics.isEmpty()) {
-            return;
-        }
-        DefaultMQAdminExt admin = Admin.start(getNamesrvAddr());
         try {
-            for (Map.Entry<String, Integer> t : topics.entrySet()) {
-                TopicConfig config = new TopicConfig(t.getKey(), t.getValue(), t.getValue());
-                admin.createAndUpdateTopicConfig(getBrokerAddr(), config);
-            }
-            // The broker registers a new topic before it answers, so the route is there; still,
-            // check what clients will see, with a bound.
-            long deadline = System.nanoTime() + READY_TIMEOUT.toNanos();
-            for (String topic : topics.keySet()) {
-                while (!hasRoute(admin, topic)) {
-                    if (System.nanoTime() > deadline) {
-                        throw new ContainerLaunchException("topic " + topic + " has no route after "
-                                + READY_TIMEOUT.toSeconds() + " s");
-                    }
-                    Thread.sleep(20);
-                }
-            }
+            createTopics(getNamesrvAddr(), getBrokerAddr(), topics, READY_TIMEOUT);
         } catch (ContainerLaunchException e) {
             throw e;
         } catch (Exception e) {
             throw new ContainerLaunchException("creating topics " + topics.keySet() + ": " + e, e);
-        } finally {
-            Admin.shutdownInBackground(admin);
         }
     }
 
-    private static boolean hasRoute(DefaultMQAdminExt admin, String topic) {
-        try {
-            TopicRouteData route = admin.examineTopicRouteInfo(topic);
-            return route != null && !route.getQueueDatas().isEmpty();
-        } catch (Exception notYet) {
-            return false;
+    /**
+     * Creates each topic (name to queue count) on {@code broker}, then waits until the name server
+     * has routes for all of them, up to {@code timeout}.
+     */
+    static void createTopics(String namesrv, String broker, Map<String, Integer> topics,
+            Duration timeout) throws IOException, InterruptedException {
+        Duration request = Duration.ofSeconds(3);
+        for (Map.Entry<String, Integer> t : topics.entrySet()) {
+            Remoting.createTopic(broker, t.getKey(), t.getValue(), request);
+        }
+        // The broker registers a new topic before it answers, so the route is there; still,
+        // check what clients will see, with a bound.
+        long deadline = System.nanoTime() + timeout.toNanos();
+        for (String topic : topics.keySet()) {
+            while (!Remoting.routed(namesrv, topic, request)) {
+                if (System.nanoTime() > deadline) {
+                    throw new ContainerLaunchException("topic " + topic + " has no route after "
+                            + timeout.toSeconds() + " s");
+                }
+                Thread.sleep(20);
+            }
         }
     }
 

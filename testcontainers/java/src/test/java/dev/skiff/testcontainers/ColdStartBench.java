@@ -22,15 +22,12 @@ import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAverage
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.common.MQVersion;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
-import org.apache.rocketmq.common.TopicConfig;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.apache.rocketmq.remoting.RPCHook;
 import org.apache.rocketmq.remoting.protocol.RemotingCommand;
-import org.apache.rocketmq.remoting.protocol.RequestCode;
-import org.apache.rocketmq.remoting.protocol.route.TopicRouteData;
-import org.apache.rocketmq.tools.admin.DefaultMQAdminExt;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 import org.testcontainers.containers.BindMode;
@@ -44,7 +41,8 @@ import org.testcontainers.utility.DockerImageName;
  * SkiffContainer and for Apache RocketMQ as Testcontainers users run it (a name server and a
  * broker JVM, each in its own container; image from scripts/apache-image.sh).
  *
- * <pre>mvn -q test -Dtest=ColdStartBench -Dskiff.bench=true [-Dskiff.bench.runs=3]</pre>
+ * <pre>mvn -q test -Dtest=ColdStartBench -Dskiff.bench=true [-Dskiff.bench.runs=3]
+ *     [-Drocketmq.version=4.9.8]   # the consumer and producer of the 4.9.x client line</pre>
  */
 @EnabledIfSystemProperty(named = "skiff.bench", matches = "true")
 class ColdStartBench {
@@ -61,6 +59,10 @@ class ColdStartBench {
             "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
             "-Duser.home=/home/rocketmq", "-Drocketmq.home.dir=/home/rocketmq",
             "-cp", "/rocketmq/lib/*"};
+
+    /** RequestCode's values (the class moved between client lines; this bench runs with both). */
+    static final int PULL_MESSAGE = 11;
+    static final int LITE_PULL_MESSAGE = 361;
 
     /** One measured start; every time is in ms since the clock started (before the containers). */
     record Run(String target, long readyMs, long firstMessageMs, long memoryBytes,
@@ -101,6 +103,9 @@ class ColdStartBench {
                     r.memoryBytes() / 1048576.0, r.peakBytes() / 1048576.0,
                     t.containerStarted, t.consumerStarted, t.sent, t.firstRebalance.get(), t.firstPull.get()));
         }
+        System.out.println("client: rocketmq-client "
+                + MQVersion.getVersionDesc(MQVersion.CURRENT_VERSION) + ", consumer: "
+                + System.getProperty("skiff.bench.consumer", "push"));
         System.out.print(out);
         for (Run r : results) {
             System.out.println("--- " + r.target() + " requests (ms since start, code, rtt ms):");
@@ -134,7 +139,7 @@ class ColdStartBench {
     private Run apache(int i) throws Exception {
         String topic = "ColdStart_apache" + (i + 1);
         int namesrvPort = freePort();
-        int brokerPort = freeBrokerPort();
+        int brokerPort = freeBrokerPort(namesrvPort);
         Path conf = Files.createTempDirectory("apache-conf");
         Files.writeString(conf.resolve("namesrv.conf"), "listenPort=" + namesrvPort + "\n");
         Files.writeString(conf.resolve("broker.conf"), String.join("\n",
@@ -155,7 +160,7 @@ class ColdStartBench {
                         .withStartupTimeout(Duration.ofMinutes(3)))) {
             namesrv.start();
             broker.start();
-            // The same step as SkiffContainer.withTopic: create it with the admin client and wait
+            // The same step as SkiffContainer.withTopic: create it (UPDATE_AND_CREATE_TOPIC) and wait
             // until the name server has its route.
             createTopic(namesrvAddr, brokerAddr, topic, 4);
             long ready = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
@@ -171,27 +176,7 @@ class ColdStartBench {
     /** What SkiffContainer.containerIsStarted does for withTopic, for the Apache broker. */
     private static void createTopic(String namesrv, String broker, String topic, int queues)
             throws Exception {
-        DefaultMQAdminExt admin = Admin.start(namesrv);
-        try {
-            admin.createAndUpdateTopicConfig(broker, new TopicConfig(topic, queues, queues));
-            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-            while (true) {
-                try {
-                    TopicRouteData route = admin.examineTopicRouteInfo(topic);
-                    if (route != null && !route.getQueueDatas().isEmpty()) {
-                        return;
-                    }
-                } catch (Exception notYet) {
-                    // not routed yet
-                }
-                if (System.nanoTime() > deadline) {
-                    throw new AssertionError("topic " + topic + " has no route after 60 s");
-                }
-                Thread.sleep(20);
-            }
-        } finally {
-            Admin.shutdownInBackground(admin);
-        }
+        SkiffContainer.createTopics(namesrv, broker, Map.of(topic, queues), Duration.ofSeconds(60));
     }
 
     /**
@@ -222,8 +207,7 @@ class ColdStartBench {
         public void doBeforeRequest(String remoteAddr, RemotingCommand request) {
             long now = now();
             sentAt.put(request.getOpaque(), now);
-            if (request.getCode() == RequestCode.PULL_MESSAGE
-                    || request.getCode() == RequestCode.LITE_PULL_MESSAGE) {
+            if (request.getCode() == PULL_MESSAGE || request.getCode() == LITE_PULL_MESSAGE) {
                 firstPull.compareAndSet(-1, now);
             }
         }
@@ -277,10 +261,11 @@ class ColdStartBench {
         if ("litepull".equals(System.getProperty("skiff.bench.consumer", "push"))) {
             return firstMessageLitePull(namesrv, topic, id, trace);
         }
-        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("cold-c-" + id, trace);
+        // (group, hook, allocation): the constructor both client lines have.
+        DefaultMQPushConsumer consumer = new DefaultMQPushConsumer("cold-c-" + id, trace,
+                trace.allocation());
         consumer.setNamesrvAddr(namesrv);
         consumer.setInstanceName("cold-c-" + id);
-        consumer.setAllocateMessageQueueStrategy(trace.allocation());
         DefaultMQProducer producer = producer(namesrv, id);
         try {
             CountDownLatch got = new CountDownLatch(1);
@@ -354,10 +339,16 @@ class ColdStartBench {
         }
     }
 
-    /** The Java broker also binds listenPort - 2 and listenPort + 1. */
-    private static int freeBrokerPort() throws IOException {
+    /**
+     * The Java broker also binds listenPort - 2 (VIP channel) and listenPort + 1 (HA): all three
+     * free, and none of them the name server's port (not bound yet when this runs).
+     */
+    private static int freeBrokerPort(int namesrvPort) throws IOException {
         for (int i = 0; i < 100; i++) {
             int p = freePort();
+            if (Math.abs(p - namesrvPort) <= 2) {
+                continue;
+            }
             try (ServerSocket a = new ServerSocket(p - 2); ServerSocket b = new ServerSocket(p + 1)) {
                 return p;
             } catch (IOException taken) {

@@ -1,6 +1,7 @@
 package dev.skiff.testcontainers;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.charset.StandardCharsets;
@@ -21,6 +22,7 @@ import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 import org.junit.jupiter.api.Test;
+import org.testcontainers.containers.ContainerLaunchException;
 import org.testcontainers.junit.jupiter.Container;
 import org.testcontainers.junit.jupiter.Testcontainers;
 
@@ -80,5 +82,22 @@ class SkiffContainerTest {
         } finally {
             producer.shutdown();
         }
+    }
+
+    @Test
+    void aTopicTheBrokerRefusesFailsTheStartWithTheBrokersAnswer() {
+        try (SkiffContainer bad = new SkiffContainer().withTopic("no spaces allowed", 1)) {
+            ContainerLaunchException e = assertThrows(ContainerLaunchException.class, bad::start);
+            String why = String.valueOf(rootCause(e).getMessage());
+            assertTrue(why.contains("creating topic no spaces allowed") && why.contains("code "),
+                    why);
+        }
+    }
+
+    private static Throwable rootCause(Throwable t) {
+        while (t.getCause() != null && t.getCause() != t) {
+            t = t.getCause();
+        }
+        return t;
     }
 }
