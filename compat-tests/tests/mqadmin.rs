@@ -12,9 +12,12 @@
 //! asks the consumer), `statsAll`, `resetOffsetByTime` (the consumer consumes again),
 //! `brokerConsumeStats`, `producer`, `cloneGroupOffset`, a message handed to the consumer
 //! directly, the consumers' own offsets asked through the broker, and the client API's system
-//! topic list. mqadmin exits 0 even
-//! when a command fails, so each command's output is checked for what Apache 5.3.3 prints, with
-//! addresses, counts and ids normalised. Broker requests go over the VIP channel (port - 2).
+//! topic list; `queryMsgByUniqueKey`, `cleanExpiredCQ`; topics and groups created from files
+//! (`updateTopicList`, `updateSubGroupList`), `setConsumeMode`, `checkMsgSendRT`, `allocateMQ`,
+//! `queryMsgByOffset`, `consumeMessage`, `consumerProgress`, `skipAccumulatedMessage`,
+//! `exportMetadata`, `exportConfigs`, `exportMetrics`, `sendMsgStatus` and `deleteTopic` (53 of
+//! mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command fails, so each command's
+//! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised. Broker requests go over the VIP channel (port - 2).
 //!
 //! Each JVM runs a batch of commands (`java/tools/MqAdminBatch.java` calls `MQAdminStartup.main`
 //! once per command; it does not exit). Reference run:
@@ -461,6 +464,18 @@ fn run(target: &Target) -> Result<()> {
         words(&["cleanUnusedTopic", "-n", &ns, "-b", &broker]),
         words(&["deleteExpiredCommitLog", "-n", &ns, "-b", &broker]),
         words(&["rocksDBConfigToJson", "-b", &broker, "-t", "topics"]),
+        // The message by its unique key (QUERY_MESSAGE with _UNIQUE_KEY_QUERY).
+        words(&[
+            "queryMsgByUniqueKey",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-i",
+            &msg_id,
+        ]),
+        // CLEAN_EXPIRED_CONSUMEQUEUE: nothing has expired, every queue stays.
+        words(&["cleanExpiredCQ", "-n", &ns, "-b", &broker]),
     ];
     let out = mqadmin(target, "second", &second)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -518,10 +533,337 @@ fn run(target: &Target) -> Result<()> {
     if out[11].contains("export error") {
         bail!("rocksDBConfigToJson: {}", out[11]);
     }
+    expect(
+        "queryMsgByUniqueKey",
+        &out[12],
+        &["Topic:", &topic, "Queue Offset:", "Message Body Path:"],
+    )?;
+    expect("cleanExpiredCQ", &out[13], &["success"])?;
     // mqadmin always writes the body to this fixed path too; remove the file it made.
     let _ = fs::remove_file(format!("/tmp/rocketmq/msgbodys/{msg_id}"));
     live_clients(target, &id)?;
-    listings(target, &id)
+    listings(target, &id)?;
+    batch_changes(target, &id)
+}
+
+/// A fifth JVM: topics and groups created from files in one request each
+/// (UPDATE_AND_CREATE_TOPIC_LIST, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST), a group's consume
+/// mode (SET_MESSAGE_REQUEST_MODE), the client-side commands that only send, pull and route
+/// (`checkMsgSendRT`, `allocateMQ`, `queryMsgByOffset`, `consumeMessage`), a group's progress
+/// and a skip to the end (`consumerProgress`, `skipAccumulatedMessage`), and the exports.
+fn batch_changes(target: &Target, id: &str) -> Result<()> {
+    let ns = target.namesrv();
+    let broker = target.broker();
+    let topic = format!("mqadmin_batch_{id}");
+    let listed = [format!("mqadmin_tl1_{id}"), format!("mqadmin_tl2_{id}")];
+    let groups = [format!("mqadmin_gl1_{id}"), format!("mqadmin_gl2_{id}")];
+    let dir = target.dir().join("mqadmin-batch-files");
+    fs::create_dir_all(&dir)?;
+    // What the commands read: lists of Java's TopicConfig and SubscriptionGroupConfig as JSON.
+    let topics_file = dir.join("topics.json");
+    fs::write(
+        &topics_file,
+        format!(
+            r#"[{{"topicName":"{}","readQueueNums":3,"writeQueueNums":3,"perm":6}},
+               {{"topicName":"{}","readQueueNums":2,"writeQueueNums":2,"perm":6}}]"#,
+            listed[0], listed[1]
+        ),
+    )?;
+    let groups_file = dir.join("groups.json");
+    fs::write(
+        &groups_file,
+        format!(
+            r#"[{{"groupName":"{}","retryMaxTimes":7}},{{"groupName":"{}"}}]"#,
+            groups[0], groups[1]
+        ),
+    )?;
+    let export_dir = dir.join("export");
+    let (topics_path, groups_path, export_path) = (
+        topics_file.display().to_string(),
+        groups_file.display().to_string(),
+        export_dir.display().to_string(),
+    );
+    let batch = [
+        words(&[
+            "updateTopic",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-t",
+            &topic,
+            "-r",
+            "1",
+            "-w",
+            "1",
+        ]),
+        words(&["sendMessage", "-n", &ns, "-t", &topic, "-p", "batched"]),
+        words(&[
+            "updateTopicList",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-f",
+            &topics_path,
+        ]),
+        words(&["topicRoute", "-n", &ns, "-t", &listed[0]]),
+        words(&["topicRoute", "-n", &ns, "-t", &listed[1]]),
+        words(&[
+            "updateSubGroupList",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-f",
+            &groups_path,
+        ]),
+        words(&["getConsumerConfig", "-n", &ns, "-g", &groups[0]]),
+        words(&[
+            "setConsumeMode",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-t",
+            &topic,
+            "-g",
+            &groups[1],
+            "-m",
+            "POP",
+            "-q",
+            "1",
+        ]),
+        words(&[
+            "checkMsgSendRT",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-a",
+            "3",
+            "-s",
+            "64",
+        ]),
+        words(&[
+            "allocateMQ",
+            "-n",
+            &ns,
+            "-t",
+            &listed[0],
+            "-i",
+            "10.0.0.1,10.0.0.2",
+        ]),
+        words(&[
+            "queryMsgByOffset",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-b",
+            BROKER_NAME,
+            "-i",
+            "0",
+            "-o",
+            "0",
+        ]),
+        words(&[
+            "consumeMessage",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-b",
+            BROKER_NAME,
+            "-i",
+            "0",
+            "-o",
+            "0",
+            "-c",
+            "1",
+        ]),
+        words(&[
+            "skipAccumulatedMessage",
+            "-n",
+            &ns,
+            "-g",
+            &groups[0],
+            "-t",
+            &topic,
+        ]),
+        words(&[
+            "exportMetadata",
+            "-n",
+            &ns,
+            "-c",
+            "DefaultCluster",
+            "-f",
+            &export_path,
+        ]),
+        words(&[
+            "exportConfigs",
+            "-n",
+            &ns,
+            "-c",
+            "DefaultCluster",
+            "-f",
+            &export_path,
+        ]),
+        words(&[
+            "exportMetrics",
+            "-n",
+            &ns,
+            "-c",
+            "DefaultCluster",
+            "-f",
+            &export_path,
+        ]),
+        // Sends to the broker-name topic (a system topic both brokers create writable).
+        words(&[
+            "sendMsgStatus",
+            "-n",
+            &ns,
+            "-b",
+            BROKER_NAME,
+            "-s",
+            "64",
+            "-c",
+            "2",
+        ]),
+        words(&[
+            "deleteTopic",
+            "-n",
+            &ns,
+            "-c",
+            "DefaultCluster",
+            "-t",
+            &listed[1],
+        ]),
+        words(&["topicRoute", "-n", &ns, "-t", &listed[1]]),
+    ];
+    let out = mqadmin(target, "batch", &batch)?;
+    let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
+    expect("updateTopic", &out[0], &["create topic to BROKER success."])?;
+    expect("sendMessage", &out[1], &["SEND_OK"])?;
+    expect(
+        "updateTopicList",
+        &out[2],
+        &["submit batch of topic config to BROKER success"],
+    )?;
+    for (i, queues) in [(3, 3), (4, 2)] {
+        expect("topicRoute of a listed topic", &out[i], &[])?;
+        if !out[i].contains(&format!("\"writeQueueNums\":{queues}")) {
+            bail!("topicRoute: expected {queues} write queues in:\n{}", out[i]);
+        }
+    }
+    expect(
+        "updateSubGroupList",
+        &out[5],
+        &["submit batch of group config to BROKER success"],
+    )?;
+    for (key, value) in [("groupName", groups[0].as_str()), ("retryMaxTimes", "7")] {
+        let found = property(&out[6], key);
+        if found.as_deref() != Some(value) {
+            bail!("getConsumerConfig of a listed group: expected {key}={value}, got {found:?} in:\n{}", out[6]);
+        }
+    }
+    expect(
+        "setConsumeMode",
+        &out[7],
+        &[
+            "set consume mode to BROKER success.",
+            "consume mode[POP] popShareQueueNum[1]",
+        ],
+    )?;
+    expect(
+        "checkMsgSendRT",
+        &out[8],
+        &["#Broker Name", "#RT", "Avg RT:"],
+    )?;
+    if out[8].matches("true").count() < 3 {
+        bail!(
+            "checkMsgSendRT: expected 3 successful sends in:\n{}",
+            out[8]
+        );
+    }
+    // The allocation of the topic's 3 queues to the two addresses, computed by mqadmin.
+    expect(
+        "allocateMQ",
+        &out[9],
+        &["\"result\"", "10.0.0.1", "10.0.0.2"],
+    )?;
+    expect(
+        "queryMsgByOffset",
+        &out[10],
+        &["Topic:", &topic, "Queue ID:", "Message Body Path:"],
+    )?;
+    expect("consumeMessage", &out[11], &["Consume ok", "BODY: batched"])?;
+    expect(
+        "skipAccumulatedMessage",
+        &out[12],
+        &["#brokerName", "#queueId", "#offset"],
+    )?;
+    let skipped = out[12]
+        .lines()
+        .find(|l| l.starts_with(BROKER_NAME))
+        .with_context(|| format!("skipAccumulatedMessage: no row in:\n{}", out[12]))?;
+    // The queue's end: sendMessage's message and checkMsgSendRT's 3.
+    if skipped.split_whitespace().collect::<Vec<_>>() != [BROKER_NAME, "0", "4"] {
+        bail!(
+            "skipAccumulatedMessage: expected queue 0 set to its end (4) in:\n{}",
+            out[12]
+        );
+    }
+    expect("exportMetadata", &out[13], &["export ", "success"])?;
+    let metadata = fs::read_to_string(export_dir.join("metadata.json"))
+        .context("exportMetadata wrote no metadata.json")?;
+    for name in [&topic, &listed[0], &groups[0]] {
+        if !metadata.contains(name.as_str()) {
+            bail!("exportMetadata: {name} missing from metadata.json:\n{metadata}");
+        }
+    }
+    expect("exportConfigs", &out[14], &["export ", "success"])?;
+    let configs = fs::read_to_string(export_dir.join("configs.json"))
+        .context("exportConfigs wrote no configs.json")?;
+    for part in [
+        "\"brokerName\":\"broker-a\"",
+        "\"masterBrokerSize\":1",
+        "flushDiskType",
+    ] {
+        if !configs.contains(part) {
+            bail!("exportConfigs: {part} missing from configs.json:\n{configs}");
+        }
+    }
+    expect("exportMetrics", &out[15], &["export ", "success"])?;
+    let metrics = fs::read_to_string(export_dir.join("metrics.json"))
+        .context("exportMetrics wrote no metrics.json")?;
+    for part in ["\"broker-a\"", "\"runtimeQuota\"", "\"totalTps\""] {
+        if !metrics.contains(part) {
+            bail!("exportMetrics: {part} missing from metrics.json:\n{metrics}");
+        }
+    }
+    expect("sendMsgStatus", &out[16], &["rt=", "SEND_OK"])?;
+    if out[16].matches("sendStatus=SEND_OK").count() != 2 {
+        bail!("sendMsgStatus: expected 2 sends in:\n{}", out[16]);
+    }
+    expect(
+        "deleteTopic",
+        &out[17],
+        &[
+            &format!(
+                "delete topic [{}] from cluster [DefaultCluster] success.",
+                listed[1]
+            ),
+            &format!("delete topic [{}] from NameServer success.", listed[1]),
+        ],
+    )?;
+    if !out[18].contains("CODE: 17") {
+        bail!(
+            "topicRoute of a deleted topic: expected TOPIC_NOT_EXIST (17) in:\n{}",
+            out[18]
+        );
+    }
+    Ok(())
 }
 
 /// A fourth JVM: the listing and lookup commands over a topic of its own (one queue, so offsets
@@ -751,6 +1093,9 @@ fn live_clients(target: &Target, id: &str) -> Result<()> {
         words(&["@consumed", "10"]),
         words(&["@consumeDirectly", &ns, &consumer_group, &topic]),
         words(&["@consumerStatus", &ns, &consumer_group, &topic]),
+        // The group's progress with its live consumer (the command reads the group's retry
+        // topic route too, which a group that never consumed has not: Apache then fails).
+        words(&["consumerProgress", "-n", &ns, "-g", &consumer_group]),
     ];
     let out = mqadmin(target, "live", &batch)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -891,6 +1236,11 @@ fn live_clients(target: &Target, id: &str) -> Result<()> {
         "getConsumeStatus",
         &out[17],
         &["status ", "@batch-consumer ", &format!(" {BROKER_NAME} ")],
+    )?;
+    expect(
+        "consumerProgress",
+        &out[18],
+        &["#Topic", "#Broker Name", "#Diff", "Diff Total:", &topic],
     )?;
     Ok(())
 }

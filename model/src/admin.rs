@@ -11,7 +11,7 @@ use crate::consumer::{
     ConsumeFromWhere, ConsumeStats, ConsumeType, MessageModel, MessageQueue, SubscriptionData,
     SubscriptionGroupConfig,
 };
-use crate::route::DataVersion;
+use crate::route::{DataVersion, TopicConfig};
 
 /// An administration request. Name-server ones are marked; the rest go to a broker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,6 +119,15 @@ pub enum AdminCommand {
     /// Broker: drop the ConsumeQueues of topics it no longer has (CLEAN_UNUSED_TOPIC,
     /// `mqadmin cleanUnusedTopic`); system topics are kept.
     CleanUnusedTopic,
+    /// Broker: drop the ConsumeQueues none of whose messages is stored any more
+    /// (CLEAN_EXPIRED_CONSUMEQUEUE, `mqadmin cleanExpiredCQ`); system topics are kept.
+    CleanExpiredConsumeQueue,
+    /// Broker: create or change several topics at once (UPDATE_AND_CREATE_TOPIC_LIST,
+    /// `mqadmin updateTopicList`).
+    CreateTopicList(Vec<TopicConfig>),
+    /// Broker: create or change several subscription groups at once
+    /// (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, `mqadmin updateSubGroupList`).
+    CreateSubscriptionGroupList(Vec<SubscriptionGroupConfig>),
     /// Broker: export configs kept in RocksDB to JSON files (EXPORT_ROCKSDB_CONFIG_TO_JSON,
     /// `mqadmin rocksDBConfigToJson`); `config_types` as Java lists them
     /// (`topics;subscriptionGroups;consumerOffsets`).

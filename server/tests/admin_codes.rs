@@ -8,6 +8,8 @@ mod common;
 use serde_json::Value;
 use skiff_model::admin::AdminCommand;
 use skiff_model::command::{Reply, Request};
+use skiff_model::consumer::SubscriptionGroupConfig;
+use skiff_model::route::TopicConfig;
 use skiff_protocol::remoting::{self, RemotingCommand};
 use skiff_server::remoting_client::RemotingClient;
 
@@ -249,6 +251,7 @@ async fn maintenance_codes_keep_what_is_in_use() {
     assert!(matches!(sent, Reply::Sent(_)), "{sent:?}");
     for command in [
         AdminCommand::CleanUnusedTopic,
+        AdminCommand::CleanExpiredConsumeQueue,
         AdminCommand::DeleteExpiredCommitLog,
     ] {
         let response = call(&broker, command).await;
@@ -268,5 +271,65 @@ async fn maintenance_codes_keep_what_is_in_use() {
         .await
         .unwrap();
     assert_eq!(max, Reply::Offset(1));
+    cluster.stop().await;
+}
+
+#[tokio::test]
+async fn list_creations_take_all_or_nothing() {
+    let cluster = Cluster::start(|_| {}).await;
+    let broker = cluster.broker_client().await;
+    let namesrv = cluster.namesrv_client().await;
+    let route = |topic: &str| {
+        let request = Request::GetRouteInfo {
+            topic: topic.into(),
+        };
+        let namesrv = &namesrv;
+        async move { namesrv.invoke(&request, TIMEOUT).await.unwrap() }
+    };
+
+    // UPDATE_AND_CREATE_TOPIC_LIST: one bad name refuses the whole list.
+    let refused = call(
+        &broker,
+        AdminCommand::CreateTopicList(vec![
+            TopicConfig::new("list_a", 2),
+            TopicConfig::new("bad name", 2),
+        ]),
+    )
+    .await;
+    assert_eq!(refused.code, 29, "INVALID_PARAMETER: {:?}", refused.remark);
+    assert!(matches!(route("list_a").await, Reply::Error(_)));
+    // Both created and routed once the answer is in.
+    let created = call(
+        &broker,
+        AdminCommand::CreateTopicList(vec![
+            TopicConfig::new("list_a", 2),
+            TopicConfig::new("list_b", 3),
+        ]),
+    )
+    .await;
+    assert_eq!(created.code, 0, "{:?}", created.remark);
+    for (topic, queues) in [("list_a", 2), ("list_b", 3)] {
+        let Reply::Route(r) = route(topic).await else {
+            panic!("{topic} has no route")
+        };
+        assert_eq!(r.queue_datas[0].write_queue_nums, queues, "{r:?}");
+    }
+
+    // UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, the same way.
+    let groups = |names: &[&str]| {
+        AdminCommand::CreateSubscriptionGroupList(
+            names
+                .iter()
+                .map(|g| SubscriptionGroupConfig::new(*g))
+                .collect(),
+        )
+    };
+    let refused = call(&broker, groups(&["list_g1", "bad/group"])).await;
+    assert_eq!(refused.code, 29, "INVALID_PARAMETER: {:?}", refused.remark);
+    let created = call(&broker, groups(&["list_g1", "list_g2"])).await;
+    assert_eq!(created.code, 0, "{:?}", created.remark);
+    let all = body_json(&call(&broker, AdminCommand::GetAllSubscriptionGroups).await);
+    let table = all["subscriptionGroupTable"].as_object().unwrap();
+    assert!(table.contains_key("list_g1") && table.contains_key("list_g2"));
     cluster.stop().await;
 }

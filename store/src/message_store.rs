@@ -590,6 +590,44 @@ impl MessageStore {
         }
     }
 
+    /// Drops, files included, each ConsumeQueue whose last entry points below the CommitLog's
+    /// first offset, so that none of its messages exists any more (`cleanExpiredConsumerQueue`,
+    /// `mqadmin cleanExpiredCQ`); queues of topics `keep` names (Java keeps the system topics)
+    /// and queues without entries stay. Returns the (topic, queue id) pairs dropped, sorted. Like
+    /// [`MessageStore::delete_topics`], the files are unlinked after the put lock is released;
+    /// this blocks: call it from a blocking thread.
+    pub fn clean_expired_queues(&self, keep: impl Fn(&str) -> bool) -> Vec<(String, i32)> {
+        let shared = &self.shared;
+        // `keep` is the caller's code: ask it before taking the put lock, not under it.
+        let kept: std::collections::HashSet<String> =
+            self.topics().into_iter().filter(|t| keep(t)).collect();
+        let removed = {
+            let guard = shared.commit_log.lock();
+            let min = shared.commit_log.min_offset();
+            shared.queues.remove_queues(&guard, |queue| {
+                !kept.contains(queue.topic())
+                    && queue.max_offset() > 0
+                    && queue.max_physic_offset() < min
+            })
+        };
+        let mut dropped = Vec::with_capacity(removed.len());
+        for queue in removed {
+            if let Err(e) = queue.destroy() {
+                tracing::warn!(topic = queue.topic(), queue_id = queue.queue_id(), error = %e, "could not delete consume queue files");
+            }
+            if shared.queues.queue_ids(queue.topic()).is_empty() {
+                if let Ok(dir) =
+                    crate::consume_queue::topic_dir(shared.queues.root(), queue.topic())
+                {
+                    let _ = std::fs::remove_dir(dir);
+                }
+            }
+            dropped.push((queue.topic().to_string(), queue.queue_id()));
+        }
+        dropped.sort();
+        dropped
+    }
+
     /// Called with (topic, queue id, new max offset) after messages reach a queue, outside the
     /// put lock.
     pub fn set_message_arrival_listener(&self, listener: ArrivalListener) {

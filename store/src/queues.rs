@@ -138,6 +138,41 @@ impl QueueTable {
             .unwrap_or_default()
     }
 
+    /// Takes the queues `expired` picks out of the table, in one swap; a topic left without
+    /// queues leaves the table. Runs under the put lock, so no entry lands in a queue between the
+    /// test and its removal.
+    pub(crate) fn remove_queues(
+        &self,
+        _guard: &PutGuard<'_>,
+        expired: impl Fn(&ConsumeQueue) -> bool,
+    ) -> Vec<Arc<ConsumeQueue>> {
+        let mut table = Table::clone(&self.table.load());
+        let mut removed = Vec::new();
+        table.retain(|_, queues| {
+            if !queues.values().any(|q| expired(q)) {
+                return true;
+            }
+            let kept: TopicQueues = queues
+                .iter()
+                .filter_map(|(id, q)| {
+                    if expired(q) {
+                        removed.push(Arc::clone(q));
+                        None
+                    } else {
+                        Some((*id, Arc::clone(q)))
+                    }
+                })
+                .collect();
+            let any_left = !kept.is_empty();
+            *queues = Arc::new(kept);
+            any_left
+        });
+        if !removed.is_empty() {
+            self.table.store(Arc::new(table));
+        }
+        removed
+    }
+
     /// Every queue.
     pub(crate) fn all(&self) -> Vec<Arc<ConsumeQueue>> {
         self.table

@@ -230,3 +230,34 @@ fn an_operator_can_delete_expired_segments_outside_the_delete_hour() {
     wait_until("manual deletion", || s.store.commit_log_min_offset() > 0);
     assert!(only_current_segment(&s.store));
 }
+
+#[test]
+fn queues_whose_messages_are_all_gone_can_be_cleaned() {
+    let s = setup(false);
+    put(&s.store, vec![message("SYS_KEPT", 0, &[b's'; 900], None)]);
+    // Enough new data that the segment being written holds none of "Old".
+    for _ in 0..12 {
+        put(&s.store, vec![message("New", 0, &[b'n'; 900], None)]);
+    }
+    assert!(
+        s.store.clean_expired_queues(|_| false).is_empty(),
+        "every queue still has its messages"
+    );
+    s.clock.set(now_ms() + 100 * HOUR);
+    s.store.delete_expired_files_manually();
+    wait_until("manual deletion", || only_current_segment(&s.store));
+    assert!(s.store.min_offset_in_queue("New", 0) < s.store.max_offset_in_queue("New", 0));
+
+    let dropped = s.store.clean_expired_queues(|topic| topic == "SYS_KEPT");
+    assert_eq!(
+        dropped,
+        vec![("Old".to_string(), 0), ("Old".to_string(), 1)]
+    );
+    assert!(s.store.queue_ids("Old").is_empty());
+    assert!(!s.root.join("consumequeue/Old").exists());
+    assert_eq!(s.store.queue_ids("SYS_KEPT"), vec![0], "kept by the caller");
+    assert_eq!(s.store.queue_ids("New"), vec![0], "its last messages exist");
+    // A later message starts the queue again, as after Java's removeTopicQueueTable.
+    put(&s.store, vec![message("Old", 0, b"again", None)]);
+    assert_eq!(s.store.max_offset_in_queue("Old", 0), 1);
+}

@@ -5,7 +5,7 @@
 //! `PutKVConfigRequestHeader`, `WipeWritePermOfBrokerResponseHeader`, `GroupList`,
 //! `HARuntimeInfo`, `ConsumerConnection`, `BrokerStatsData`, ...
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use skiff_model::admin::{
     AdminCommand, AdminReply, ClientConnection, ConsumerConnections, HaStatus, StatsData,
     StatsWindow,
@@ -16,12 +16,13 @@ use skiff_model::command::ErrorReply;
 use skiff_model::consumer::{
     ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData, SubscriptionGroupConfig,
 };
-use skiff_model::route::DataVersion;
+use skiff_model::route::{DataVersion, TopicConfig};
 
 use super::body::{to_json, KvTable};
 use super::codes::request as code;
 use super::command::{Body, RemotingCommand};
 use super::fields::{Fields, FieldsOut};
+use super::request::json_body;
 
 /// Whether `code` is one of the codes this module decodes.
 pub(super) fn is_admin_code(code: i32) -> bool {
@@ -56,6 +57,9 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::UPDATE_BROKER_CONFIG
             | code::UPDATE_NAMESRV_CONFIG
             | code::CLEAN_UNUSED_TOPIC
+            | code::CLEAN_EXPIRED_CONSUMEQUEUE
+            | code::UPDATE_AND_CREATE_TOPIC_LIST
+            | code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
             | code::DELETE_EXPIRED_COMMITLOG
             | code::EXPORT_ROCKSDB_CONFIG_TO_JSON
     )
@@ -123,6 +127,16 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
         },
         code::GET_ALL_PRODUCER_INFO => AdminCommand::AllProducerInfo,
         code::CLEAN_UNUSED_TOPIC => AdminCommand::CleanUnusedTopic,
+        code::CLEAN_EXPIRED_CONSUMEQUEUE => AdminCommand::CleanExpiredConsumeQueue,
+        // `CreateTopicListRequestBody` and `SubscriptionGroupList`.
+        code::UPDATE_AND_CREATE_TOPIC_LIST => {
+            AdminCommand::CreateTopicList(json_body::<TopicConfigList>(cmd)?.topic_config_list)
+        }
+        code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => {
+            AdminCommand::CreateSubscriptionGroupList(
+                json_body::<GroupConfigList>(cmd)?.group_config_list,
+            )
+        }
         code::DELETE_EXPIRED_COMMITLOG => AdminCommand::DeleteExpiredCommitLog,
         code::EXPORT_ROCKSDB_CONFIG_TO_JSON => AdminCommand::ExportRocksDbConfig {
             config_types: f.string("configType")?,
@@ -202,6 +216,11 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::ResetOffset { .. } => code::INVOKE_BROKER_TO_RESET_OFFSET,
         AdminCommand::AllProducerInfo => code::GET_ALL_PRODUCER_INFO,
         AdminCommand::CleanUnusedTopic => code::CLEAN_UNUSED_TOPIC,
+        AdminCommand::CleanExpiredConsumeQueue => code::CLEAN_EXPIRED_CONSUMEQUEUE,
+        AdminCommand::CreateTopicList(_) => code::UPDATE_AND_CREATE_TOPIC_LIST,
+        AdminCommand::CreateSubscriptionGroupList(_) => {
+            code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
+        }
         AdminCommand::DeleteExpiredCommitLog => code::DELETE_EXPIRED_COMMITLOG,
         AdminCommand::ExportRocksDbConfig { .. } => code::EXPORT_ROCKSDB_CONFIG_TO_JSON,
         AdminCommand::UpdateBrokerConfig { .. } => code::UPDATE_BROKER_CONFIG,
@@ -345,8 +364,25 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
                 cmd.body = Body::from(message.clone());
             }
         }
+        AdminCommand::CreateTopicList(topics) => {
+            cmd.body = Body::from(
+                to_json(&TopicConfigListOut {
+                    topic_config_list: topics,
+                })
+                .into_bytes(),
+            );
+        }
+        AdminCommand::CreateSubscriptionGroupList(groups) => {
+            cmd.body = Body::from(
+                to_json(&GroupConfigListOut {
+                    group_config_list: groups,
+                })
+                .into_bytes(),
+            );
+        }
         AdminCommand::HaStatus
         | AdminCommand::AllProducerInfo
+        | AdminCommand::CleanExpiredConsumeQueue
         | AdminCommand::CleanUnusedTopic
         | AdminCommand::DeleteExpiredCommitLog
         | AdminCommand::GetBrokerConfig
@@ -355,6 +391,32 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         | AdminCommand::SystemTopicsFromNamesrv
         | AdminCommand::SystemTopicsFromBroker => {}
     }
+}
+
+/// `CreateTopicListRequestBody`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TopicConfigList {
+    topic_config_list: Vec<TopicConfig>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TopicConfigListOut<'a> {
+    topic_config_list: &'a [TopicConfig],
+}
+
+/// `SubscriptionGroupList`.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct GroupConfigList {
+    group_config_list: Vec<SubscriptionGroupConfig>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct GroupConfigListOut<'a> {
+    group_config_list: &'a [SubscriptionGroupConfig],
 }
 
 /// `GroupList`.
@@ -746,6 +808,43 @@ mod tests {
     }
 
     #[test]
+    fn decodes_javas_list_bodies() {
+        // What DefaultMQAdminExt sends for `mqadmin updateTopicList` / `updateSubGroupList`.
+        let mut topics = request(code::UPDATE_AND_CREATE_TOPIC_LIST, &[]);
+        topics.body = Body::from(
+            br#"{"topicConfigList":[{"attributes":{},"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"t1","topicSysFlag":0,"writeQueueNums":8}]}"#.to_vec(),
+        );
+        assert_eq!(
+            decode_request(&topics).unwrap(),
+            Request::Admin(AdminCommand::CreateTopicList(vec![TopicConfig::new(
+                "t1", 8
+            )]))
+        );
+        let mut groups = request(code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, &[]);
+        groups.body = Body::from(
+            br#"{"groupConfigList":[{"groupName":"g1","consumeEnable":false,"retryMaxTimes":3}]}"#
+                .to_vec(),
+        );
+        let Request::Admin(AdminCommand::CreateSubscriptionGroupList(list)) =
+            decode_request(&groups).unwrap()
+        else {
+            panic!("not a group list")
+        };
+        assert_eq!(list.len(), 1);
+        assert_eq!(
+            (
+                list[0].group_name.as_str(),
+                list[0].consume_enable,
+                list[0].retry_max_times
+            ),
+            ("g1", false, 3)
+        );
+        // No body: Java's decode fails too.
+        let empty = request(code::UPDATE_AND_CREATE_TOPIC_LIST, &[]);
+        assert!(decode_request(&empty).is_err());
+    }
+
+    #[test]
     fn missing_field_is_javas_error() {
         let put = request(code::PUT_KV_CONFIG, &[("namespace", "n"), ("key", "k")]);
         let err = decode_request(&put).unwrap_err();
@@ -764,6 +863,9 @@ mod tests {
             },
             AdminCommand::TopicConsumers { topic: "t".into() },
             AdminCommand::HaStatus,
+            AdminCommand::CleanExpiredConsumeQueue,
+            AdminCommand::CreateTopicList(vec![TopicConfig::new("t", 2)]),
+            AdminCommand::CreateSubscriptionGroupList(vec![SubscriptionGroupConfig::new("g")]),
             AdminCommand::DeleteSubscriptionGroup {
                 group: "g".into(),
                 clean_offset: true,

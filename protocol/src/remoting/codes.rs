@@ -78,6 +78,9 @@ pub mod request {
     pub const UPDATE_BROKER_CONFIG: i32 = 25;
     pub const UPDATE_NAMESRV_CONFIG: i32 = 318;
     pub const CLEAN_UNUSED_TOPIC: i32 = 316;
+    pub const CLEAN_EXPIRED_CONSUMEQUEUE: i32 = 306;
+    pub const UPDATE_AND_CREATE_TOPIC_LIST: i32 = 18;
+    pub const UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: i32 = 225;
     pub const DELETE_EXPIRED_COMMITLOG: i32 = 329;
     pub const EXPORT_ROCKSDB_CONFIG_TO_JSON: i32 = 355;
 }

@@ -242,7 +242,9 @@ fn queue(f: &Fields) -> Result<QueueRef, ErrorReply> {
 }
 
 /// A JSON (fastjson) body; an empty or malformed one is a system error, as Java's NPE would be.
-fn json_body<T: serde::de::DeserializeOwned>(cmd: &RemotingCommand) -> Result<T, ErrorReply> {
+pub(super) fn json_body<T: serde::de::DeserializeOwned>(
+    cmd: &RemotingCommand,
+) -> Result<T, ErrorReply> {
     let body = cmd.body.to_bytes();
     if body.is_empty() {
         return Err(system_error("the request body is empty"));

@@ -23,35 +23,53 @@ const VERSION_DESC: &str = "V5_3_3";
 
 /// UPDATE_AND_CREATE_TOPIC; a changed topic is registered with the name servers before the
 /// answer, as Java does, so the admin's next route lookup sees it.
-pub(super) fn create_topic(state: &Arc<BrokerState>, mut config: TopicConfig) -> Handled {
-    if let Err(remark) = topic::validate_topic(&config.topic_name) {
-        return Handled::Now(Reply::error(ErrorKind::InvalidParameter, remark));
+pub(super) fn create_topic(state: &Arc<BrokerState>, config: TopicConfig) -> Handled {
+    create_topics(state, vec![config])
+}
+
+/// UPDATE_AND_CREATE_TOPIC_LIST (`mqadmin updateTopicList`): every topic is checked first and
+/// one refused topic refuses the list, as in Java; then the changed ones are stored and
+/// registered together. (Java 5.3.3 answers success at the first unchanged topic and skips the
+/// rest of the list; here an unchanged topic is only skipped.)
+pub(super) fn create_topics(state: &Arc<BrokerState>, configs: Vec<TopicConfig>) -> Handled {
+    for config in &configs {
+        if let Err(remark) = check_topic(state, config) {
+            return Handled::Now(Reply::error(ErrorKind::InvalidParameter, remark));
+        }
     }
-    if let Err(remark) = check_queue_nums(state, &config) {
-        return Handled::Now(Reply::error(ErrorKind::InvalidParameter, remark));
+    let mut changed = 0;
+    for mut config in configs {
+        let existing = state.topics.get(&config.topic_name);
+        config.attributes =
+            apply_attribute_changes(existing.as_ref().map(|t| &t.attributes), &config.attributes);
+        if existing.as_ref() == Some(&config) {
+            continue;
+        }
+        info!(topic = %config.topic_name, queues = config.write_queue_nums, perm = config.perm, "topic created or updated");
+        state.topics.upsert(config);
+        changed += 1;
     }
-    if state.topics.is_system_topic(&config.topic_name) {
-        return Handled::Now(Reply::error(
-            ErrorKind::InvalidParameter,
-            format!(
-                "The topic[{}] is conflict with system topic.",
-                config.topic_name
-            ),
-        ));
-    }
-    let existing = state.topics.get(&config.topic_name);
-    config.attributes =
-        apply_attribute_changes(existing.as_ref().map(|t| &t.attributes), &config.attributes);
-    if existing.as_ref() == Some(&config) {
+    if changed == 0 {
         return Handled::Now(Reply::Success);
     }
-    info!(topic = %config.topic_name, queues = config.write_queue_nums, perm = config.perm, "topic created or updated");
-    state.topics.upsert(config);
     let state = state.clone();
     Handled::Later(Box::pin(async move {
         state.name_servers.register_changed(&state).await;
         Reply::Success
     }))
+}
+
+/// What `TopicValidator` and Skiff's limits refuse, with Java's remarks.
+fn check_topic(state: &BrokerState, config: &TopicConfig) -> Result<(), String> {
+    topic::validate_topic(&config.topic_name)?;
+    check_queue_nums(state, config)?;
+    if state.topics.is_system_topic(&config.topic_name) {
+        return Err(format!(
+            "The topic[{}] is conflict with system topic.",
+            config.topic_name
+        ));
+    }
+    Ok(())
 }
 
 /// Queue counts must lie in `1..=maxTopicQueueNums`: every queue costs files, memory and a
@@ -132,11 +150,23 @@ pub(super) fn create_subscription_group(
     state: &BrokerState,
     config: SubscriptionGroupConfig,
 ) -> Reply {
-    if let Err(remark) = topic::validate_group(&config.group_name) {
-        return Reply::error(ErrorKind::InvalidParameter, remark);
+    create_subscription_groups(state, vec![config])
+}
+
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP(_LIST): every name is checked before any group is stored.
+pub(super) fn create_subscription_groups(
+    state: &BrokerState,
+    configs: Vec<SubscriptionGroupConfig>,
+) -> Reply {
+    for config in &configs {
+        if let Err(remark) = topic::validate_group(&config.group_name) {
+            return Reply::error(ErrorKind::InvalidParameter, remark);
+        }
     }
-    info!(group = %config.group_name, "subscription group created or updated");
-    state.groups.upsert(config);
+    for config in configs {
+        info!(group = %config.group_name, "subscription group created or updated");
+        state.groups.upsert(config);
+    }
     Reply::Success
 }
 

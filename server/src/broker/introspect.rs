@@ -81,6 +81,11 @@ pub(super) fn handle(state: &Arc<BrokerState>, command: AdminCommand) -> Handled
         } => consumer_status(state, topic, group, client_id),
         AdminCommand::UpdateBrokerConfig { properties } => update_config(state, &properties),
         AdminCommand::CleanUnusedTopic => clean_unused_topics(state),
+        AdminCommand::CleanExpiredConsumeQueue => clean_expired_queues(state),
+        AdminCommand::CreateTopicList(topics) => super::admin::create_topics(state, topics),
+        AdminCommand::CreateSubscriptionGroupList(groups) => {
+            Handled::Now(super::admin::create_subscription_groups(state, groups))
+        }
         other => Handled::Now(answer(state, other)),
     }
 }
@@ -395,6 +400,29 @@ fn clean_unused_topics(state: &Arc<BrokerState>) -> Handled {
             Err(e) => Reply::error(
                 ErrorKind::SystemError,
                 format!("cleaning unused topics: {e}"),
+            ),
+        }
+    }))
+}
+
+/// CLEAN_EXPIRED_CONSUMEQUEUE (`cleanExpiredCQ`): the ConsumeQueues none of whose messages is
+/// stored any more are deleted (system topics kept), on a blocking thread.
+fn clean_expired_queues(state: &Arc<BrokerState>) -> Handled {
+    let state = state.clone();
+    Handled::Later(Box::pin(async move {
+        let store = state.store.clone();
+        let topics = state.clone();
+        let cleaning = tokio::task::spawn_blocking(move || {
+            store.clean_expired_queues(|topic| topics.topics.is_system_topic(topic))
+        });
+        match cleaning.await {
+            Ok(dropped) => {
+                info!(queues = ?dropped, "expired consume queues deleted (CLEAN_EXPIRED_CONSUMEQUEUE)");
+                Reply::Success
+            }
+            Err(e) => Reply::error(
+                ErrorKind::SystemError,
+                format!("cleaning expired consume queues: {e}"),
             ),
         }
     }))

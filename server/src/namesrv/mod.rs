@@ -190,6 +190,9 @@ impl NameServerService {
             | AdminCommand::ResetOffset { .. }
             | AdminCommand::AllProducerInfo
             | AdminCommand::CleanUnusedTopic
+            | AdminCommand::CleanExpiredConsumeQueue
+            | AdminCommand::CreateTopicList(_)
+            | AdminCommand::CreateSubscriptionGroupList(_)
             | AdminCommand::DeleteExpiredCommitLog
             | AdminCommand::ExportRocksDbConfig { .. }
             | AdminCommand::UpdateBrokerConfig { .. }
