@@ -87,12 +87,11 @@ step "Java Testcontainers module (testcontainers/java, JUnit 5; rocketmq-client 
 # No Ryuk and no pulls (the pom also sets these for surefire); the engine's local socket.
 (
     cd testcontainers/java
-    DOCKER_HOST=unix:///var/run/docker.sock TESTCONTAINERS_RYUK_DISABLED=true \
-        TESTCONTAINERS_CHECKS_DISABLE=true TESTCONTAINERS_HOST_OVERRIDE=localhost mvn -q -B test
+    export DOCKER_HOST=unix:///var/run/docker.sock TESTCONTAINERS_RYUK_DISABLED=true \
+        TESTCONTAINERS_CHECKS_DISABLE=true TESTCONTAINERS_HOST_OVERRIDE=localhost
+    mvn -q -B test
     # The module has no RocketMQ dependency of its own; prove it beside the 4.9.x client line too.
-    DOCKER_HOST=unix:///var/run/docker.sock TESTCONTAINERS_RYUK_DISABLED=true \
-        TESTCONTAINERS_CHECKS_DISABLE=true TESTCONTAINERS_HOST_OVERRIDE=localhost \
-        mvn -q -B test -Drocketmq.version=4.9.8
+    mvn -q -B test -Drocketmq.version=4.9.8
 )
 
 step "fuzz every decoder of outside bytes for a bounded time (scripts/fuzz.sh)"

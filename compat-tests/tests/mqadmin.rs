@@ -17,7 +17,8 @@
 //! `queryMsgByOffset`, `consumeMessage`, `consumerProgress`, `skipAccumulatedMessage`,
 //! `exportMetadata`, `exportConfigs`, `exportMetrics`, `sendMsgStatus` and `deleteTopic` (53 of
 //! mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command fails, so each command's
-//! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised. Broker requests go over the VIP channel (port - 2).
+//! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
+//! Broker requests go over the VIP channel (port - 2).
 //!
 //! Each JVM runs a batch of commands (`java/tools/MqAdminBatch.java` calls `MQAdminStartup.main`
 //! once per command; it does not exit). Reference run:
@@ -549,8 +550,9 @@ fn run(target: &Target) -> Result<()> {
 /// A fifth JVM: topics and groups created from files in one request each
 /// (UPDATE_AND_CREATE_TOPIC_LIST, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST), a group's consume
 /// mode (SET_MESSAGE_REQUEST_MODE), the client-side commands that only send, pull and route
-/// (`checkMsgSendRT`, `allocateMQ`, `queryMsgByOffset`, `consumeMessage`), a group's progress
-/// and a skip to the end (`consumerProgress`, `skipAccumulatedMessage`), and the exports.
+/// (`checkMsgSendRT`, `allocateMQ`, `queryMsgByOffset`, `consumeMessage`, `sendMsgStatus`), a
+/// group's skip to the end (`skipAccumulatedMessage`), the exports, and a topic deleted from the
+/// cluster (`deleteTopic`, then no route).
 fn batch_changes(target: &Target, id: &str) -> Result<()> {
     let ns = target.namesrv();
     let broker = target.broker();
@@ -1011,7 +1013,7 @@ fn listings(target: &Target, id: &str) -> Result<()> {
 /// (GET_BROKER_CONSUME_STATS), its producer table (GET_ALL_PRODUCER_INFO) and a message handed to
 /// the consumer by the broker (CONSUME_MESSAGE_DIRECTLY, as `queryMsgById -d` asks), a group's
 /// offsets cloned (CLONE_GROUP_OFFSET) and the consumer's own offsets asked through the broker
-/// (INVOKE_BROKER_TO_GET_CONSUMER_STATUS). `queryCq`
+/// (INVOKE_BROKER_TO_GET_CONSUMER_STATUS), and the group's progress (`consumerProgress`). `queryCq`
 /// is not here: Apache 5.3.3 answered it with an empty success in this harness (mqadmin then
 /// fails with a NullPointerException); Skiff's answer is checked in
 /// `server/tests/admin_codes.rs`.

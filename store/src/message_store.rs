@@ -601,14 +601,23 @@ impl MessageStore {
         // `keep` is the caller's code: ask it before taking the put lock, not under it.
         let kept: std::collections::HashSet<String> =
             self.topics().into_iter().filter(|t| keep(t)).collect();
+        let expired = |queue: &crate::consume_queue::ConsumeQueue, min: i64| {
+            !kept.contains(queue.topic())
+                && queue.max_offset() > 0
+                && queue.max_physic_offset() < min
+        };
+        // Most calls find nothing: look without the put lock first, so sends do not wait for a
+        // scan (and a copy) of the queue table; under the lock the test is made again.
+        let min = shared.commit_log.min_offset();
+        if !shared.queues.all().iter().any(|q| expired(q, min)) {
+            return Vec::new();
+        }
         let removed = {
             let guard = shared.commit_log.lock();
             let min = shared.commit_log.min_offset();
-            shared.queues.remove_queues(&guard, |queue| {
-                !kept.contains(queue.topic())
-                    && queue.max_offset() > 0
-                    && queue.max_physic_offset() < min
-            })
+            shared
+                .queues
+                .remove_queues(&guard, |queue| expired(queue, min))
         };
         let mut dropped = Vec::with_capacity(removed.len());
         for queue in removed {
