@@ -327,6 +327,11 @@ impl MappedFile {
     /// Maps `[from, to)` writable ahead of the writer without touching the bytes
     /// (`MADV_POPULATE_WRITE`), so the append that later writes there takes no page fault, and no
     /// kernel zeroing, under the put lock. Fails on kernels before 5.14.
+    ///
+    /// The range is marked `MADV_RANDOM` first: past the write position there is nothing to read
+    /// ahead, and a fault there would otherwise zero-fill a whole readahead window of unwritten
+    /// blocks (`read_ahead_kb`, 8 MiB on some disks) in one call the kernel does not preempt.
+    /// [`MappedFile::read_ahead_again`] undoes it once the segment is full.
     pub(crate) fn populate_for_write(&self, from: usize, to: usize) -> io::Result<()> {
         let from = from / OS_PAGE_SIZE * OS_PAGE_SIZE;
         let to = to.min(self.size());
@@ -334,7 +339,21 @@ impl MappedFile {
             return Ok(());
         }
         self.map
-            .advise_range(memmap2::Advice::PopulateWrite, from, to - from)
+            .advise_range(memmap2::Advice::Random, from, to - from)?;
+        let populated = self
+            .map
+            .advise_range(memmap2::Advice::PopulateWrite, from, to - from);
+        if populated.is_err() {
+            // Callers stop populating for good, so nothing would restore readahead later.
+            let _ = self.read_ahead_again();
+        }
+        populated
+    }
+
+    /// Restores normal readahead over the whole file (after [`MappedFile::populate_for_write`]),
+    /// for consumers that read it back from disk later.
+    pub(crate) fn read_ahead_again(&self) -> io::Result<()> {
+        self.map.advise(memmap2::Advice::Normal)
     }
 
     /// Deallocates `[pos, size)` so it reads back as zeros; false if the file system refused.
@@ -443,6 +462,33 @@ mod tests {
         assert_eq!(&on_disk[record.len()..record.len() + 4], b"next");
     }
 
+    /// Whether the kernel holds `MADV_RANDOM` (`rr` in smaps' VmFlags) for the file's first page.
+    fn random_read_advised(file: &MappedFile) -> bool {
+        let start = file.map.as_ptr() as usize;
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        for line in smaps.lines() {
+            let range = line
+                .split_whitespace()
+                .next()
+                .and_then(|r| r.split_once('-'));
+            if let Some((lo, hi)) = range.filter(|_| !line.starts_with("VmFlags")) {
+                if let (Ok(lo), Ok(hi)) =
+                    (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+                {
+                    inside = lo <= start && start < hi;
+                    continue;
+                }
+            }
+            if inside {
+                if let Some(flags) = line.strip_prefix("VmFlags:") {
+                    return flags.split_whitespace().any(|f| f == "rr");
+                }
+            }
+        }
+        panic!("mapping not found in /proc/self/smaps");
+    }
+
     #[test]
     fn populating_ahead_changes_no_byte() {
         let dir = tempfile::tempdir().unwrap();
@@ -455,7 +501,13 @@ mod tests {
             return; // a kernel before 5.14; the flush threads then skip it
         }
         assert_eq!(file.readable(), 5);
+        assert!(
+            random_read_advised(&file),
+            "no readahead ahead of the writer"
+        );
         assert_eq!(file.append(b" world").unwrap(), Some(5));
+        file.read_ahead_again().unwrap();
+        assert!(!random_read_advised(&file), "readahead back once full");
         file.flush(0).unwrap();
         drop(file);
         let mut expected = b"hello world".to_vec();
