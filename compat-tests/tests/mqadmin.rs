@@ -15,8 +15,11 @@
 //! topic list; `queryMsgByUniqueKey`, `cleanExpiredCQ`; topics and groups created from files
 //! (`updateTopicList`, `updateSubGroupList`), `setConsumeMode`, `checkMsgSendRT`, `allocateMQ`,
 //! `queryMsgByOffset`, `consumeMessage`, `consumerProgress`, `skipAccumulatedMessage`,
-//! `exportMetadata`, `exportConfigs`, `exportMetrics`, `sendMsgStatus` and `deleteTopic` (53 of
-//! mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command fails, so each command's
+//! `exportMetadata`, `exportConfigs`, `exportMetrics`, `sendMsgStatus`, `deleteTopic`,
+//! `getColdDataFlowCtrInfo`, `updateColdDataFlowCtrGroupConfig`,
+//! `removeColdDataFlowCtrGroupConfig`, `setCommitLogReadAheadMode`, `resetMasterFlushOffset`,
+//! `checkRocksdbCqWriteProgress`, `queryMsgTraceById` and `clusterRT` (61 of mqadmin 5.3.3's 89
+//! commands). mqadmin exits 0 even when a command fails, so each command's
 //! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
 //! Broker requests go over the VIP channel (port - 2).
 //!
@@ -544,7 +547,197 @@ fn run(target: &Target) -> Result<()> {
     let _ = fs::remove_file(format!("/tmp/rocketmq/msgbodys/{msg_id}"));
     live_clients(target, &id)?;
     listings(target, &id)?;
-    batch_changes(target, &id)
+    batch_changes(target, &id)?;
+    storage_tuning(target, &id)
+}
+
+/// A sixth JVM: the cold-read flow control's tables (UPDATE_/REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
+/// GET_COLD_DATA_FLOW_CTR_INFO), CommitLog readahead (SET_COMMITLOG_READ_MODE), a master's
+/// answer to RESET_MASTER_FLUSH_OFFSET, the RocksDB ConsumeQueue check of a broker without one
+/// (CHECK_ROCKSDB_CQ_WRITE_PROGRESS), a traced send looked up in the trace topic
+/// (`queryMsgTraceById`), and `clusterRT`'s send round trips (it never returns: run in the
+/// background for a few seconds).
+fn storage_tuning(target: &Target, id: &str) -> Result<()> {
+    let ns = target.namesrv();
+    let broker = target.broker();
+    let group = format!("mqadmin_cold_{id}");
+    let trace_group = format!("mqadmin_traced_{id}");
+    let topic = format!("mqadmin_traced_{id}");
+    let commands = [
+        words(&["getColdDataFlowCtrInfo", "-n", &ns, "-b", &broker]),
+        words(&[
+            "updateColdDataFlowCtrGroupConfig",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-g",
+            &group,
+            "-v",
+            "2048",
+        ]),
+        words(&["getColdDataFlowCtrInfo", "-n", &ns, "-c", "DefaultCluster"]),
+        words(&[
+            "removeColdDataFlowCtrGroupConfig",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-g",
+            &group,
+        ]),
+        words(&["getColdDataFlowCtrInfo", "-n", &ns, "-b", &broker]),
+        words(&[
+            "setCommitLogReadAheadMode",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-m",
+            "1",
+        ]),
+        words(&[
+            "setCommitLogReadAheadMode",
+            "-n",
+            &ns,
+            "-c",
+            "DefaultCluster",
+            "-m",
+            "0",
+        ]),
+        words(&[
+            "setCommitLogReadAheadMode",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-m",
+            "7",
+        ]),
+        words(&[
+            "resetMasterFlushOffset",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-o",
+            "0",
+        ]),
+        words(&[
+            "checkRocksdbCqWriteProgress",
+            "-n",
+            &ns,
+            "-c",
+            "DefaultCluster",
+        ]),
+        words(&["@traced", &ns, &trace_group, &topic]),
+        words(&[
+            "@background",
+            "8000",
+            "clusterRT",
+            "-n",
+            &ns,
+            "-c",
+            "DefaultCluster",
+            "-a",
+            "5",
+            "-s",
+            "16",
+            "-i",
+            "600",
+        ]),
+    ];
+    let out = mqadmin(target, "storage", &commands)?;
+    let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
+    for (i, what) in [
+        (0, "getColdDataFlowCtrInfo"),
+        (4, "getColdDataFlowCtrInfo after remove"),
+    ] {
+        expect(
+            what,
+            &out[i],
+            &[
+                "============BROKER============",
+                "\"cgColdReadThreshold\":3145728",
+                "\"globalColdReadThreshold\":104857600",
+                "\"globalAcc\":0",
+                "\"runtimeTable\":{}",
+            ],
+        )?;
+        if out[i].contains(&group) {
+            bail!("{what}: {group} still configured:\n{}", out[i]);
+        }
+    }
+    expect(
+        "updateColdDataFlowCtrGroupConfig",
+        &out[1],
+        &["updateColdDataFlowCtrGroupConfig success, BROKER"],
+    )?;
+    expect(
+        "getColdDataFlowCtrInfo -c",
+        &out[2],
+        &[
+            "============Master: BROKER============",
+            &format!("\"{group}\":2048"),
+        ],
+    )?;
+    expect(
+        "removeColdDataFlowCtrGroupConfig",
+        &out[3],
+        &["remove broker cold read threshold success, BROKER"],
+    )?;
+    expect(
+        "setCommitLogReadAheadMode -b",
+        &out[5],
+        &["commitLog set readAhead mode rstStrset commitlog readahead mode success, mode: 1"],
+    )?;
+    expect(
+        "setCommitLogReadAheadMode -c",
+        &out[6],
+        &["commitLog set readAhead mode rstStrset commitlog readahead mode success, mode: 0"],
+    )?;
+    expect(
+        "setCommitLogReadAheadMode -m 7",
+        &out[7],
+        &["set the read mode error; 0 is default, 1 random read"],
+    )?;
+    expect(
+        "resetMasterFlushOffset",
+        &out[8],
+        &["reset master flush offset to 0 success"],
+    )?;
+    expect(
+        "checkRocksdbCqWriteProgress",
+        &out[9],
+        &["broker-a check doing, please wait and get the result from log..."],
+    )?;
+    // `#Type #ProducerGroup #ClientHost #SendTime #CostTimes #Status`, then the send.
+    expect(
+        "queryMsgTraceById",
+        &out[10],
+        &["traced SEND_OK", "#ProducerGroup", "#Status"],
+    )?;
+    let pub_row: Vec<&str> = out[10]
+        .lines()
+        .find(|l| l.starts_with("Pub "))
+        .with_context(|| format!("queryMsgTraceById: no Pub row in:\n{}", out[10]))?
+        .split_whitespace()
+        .collect();
+    if pub_row.get(1) != Some(&trace_group.as_str()) || pub_row.last() != Some(&"success") {
+        bail!("queryMsgTraceById: expected the send of {trace_group}, successful: {pub_row:?}");
+    }
+    // `#Cluster Name  #Broker Name  #RT  #successCount  #failCount`, then one row per broker.
+    expect("clusterRT", &out[11], &["#Cluster Name", "#successCount"])?;
+    let row: Vec<&str> = out[11]
+        .lines()
+        .find(|l| l.starts_with("DefaultCluster"))
+        .with_context(|| format!("clusterRT: no row for the cluster in:\n{}", out[11]))?
+        .split_whitespace()
+        .collect();
+    if row.len() != 5 || row[1] != BROKER_NAME || row[3] != "5" || row[4] != "0" {
+        bail!("clusterRT: expected 5 sends to {BROKER_NAME} without failure: {row:?}");
+    }
+    Ok(())
 }
 
 /// A fifth JVM: topics and groups created from files in one request each

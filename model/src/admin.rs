@@ -142,6 +142,27 @@ pub enum AdminCommand {
     /// Broker: one traffic statistic (`BrokerStatsManager`), e.g. `TOPIC_PUT_NUMS` of a topic
     /// or `GROUP_GET_NUMS` of `topic@group`.
     StatsData { name: String, key: String },
+    /// Broker: set the cold-read threshold (bytes per check period) of some consumer groups
+    /// (UPDATE_COLD_DATA_FLOW_CTR_CONFIG), given as Java properties text `group=bytes`.
+    UpdateColdReadThresholds { properties: String },
+    /// Broker: a consumer group back to the broker's `cgColdReadThreshold`
+    /// (REMOVE_COLD_DATA_FLOW_CTR_CONFIG).
+    RemoveColdReadThreshold { group: String },
+    /// Broker: the cold-read flow control's tables (GET_COLD_DATA_FLOW_CTR_INFO).
+    ColdReadInfo,
+    /// Broker: readahead on the CommitLog's pages on (`MADV_NORMAL`, 0) or off (`MADV_RANDOM`,
+    /// 1) (SET_COMMITLOG_READ_MODE, `mqadmin setCommitLogReadAheadMode`).
+    SetCommitLogReadAhead { mode: i32 },
+    /// Broker (a slave): where its master's flushed CommitLog ends (RESET_MASTER_FLUSH_OFFSET);
+    /// a master ignores it, as Java's does.
+    ResetMasterFlushOffset { offset: i64 },
+    /// Broker: compare the file ConsumeQueues with the RocksDB ones written alongside
+    /// (CHECK_ROCKSDB_CQ_WRITE_PROGRESS); `topic` empty = all, messages stored since
+    /// `check_store_time`.
+    CheckRocksDbCqWriteProgress {
+        topic: String,
+        check_store_time: i64,
+    },
 }
 
 /// An answer to an [`AdminCommand`].
@@ -197,6 +218,36 @@ pub enum AdminReply {
     Done(String),
     /// The offsets a [`AdminCommand::ResetOffset`] set, by queue.
     ResetOffsets(Vec<(MessageQueue, i64)>),
+    ColdReadInfo(ColdReadInfo),
+    /// A check started in the background (`CheckRocksdbCqWriteResult`, status
+    /// `CHECK_IN_PROGRESS`): its result goes to the broker's log.
+    CheckInProgress,
+}
+
+/// The cold-read flow control's state (`ColdDataCgCtrService.getColdDataFlowCtrInfo`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ColdReadInfo {
+    /// Groups that read cold data in the last minute, by name.
+    pub runtime: BTreeMap<String, ColdReadAccount>,
+    /// Thresholds set by an operator, bytes by group.
+    pub config: BTreeMap<String, i64>,
+    /// `cgColdReadThreshold`: a group's bytes per period without a threshold of its own.
+    pub group_threshold: i64,
+    /// `globalColdReadThreshold`: all groups' bytes per period.
+    pub global_threshold: i64,
+    /// Cold bytes read by all groups in this period.
+    pub global_acc: i64,
+}
+
+/// One group's cold reads (`AccAndTimeStamp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ColdReadAccount {
+    /// Cold bytes read in this period.
+    pub cold_acc: i64,
+    /// ms since the epoch.
+    pub last_cold_read_ms: i64,
+    /// ms since the epoch.
+    pub created_ms: i64,
 }
 
 /// One client connection as its heartbeats described it (`Connection`).

@@ -59,6 +59,12 @@ pub enum RecordError {
     PropertiesTooLong(usize),
 }
 
+/// The PHYSICALOFFSET field of an encoded record; `None` if it is too short to have one.
+pub fn physical_offset(record: &[u8]) -> Option<i64> {
+    let field = record.get(PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8)?;
+    Some(i64::from_be_bytes(field.try_into().ok()?))
+}
+
 /// Body CRC as Java computes it: IEEE CRC32 masked to 31 bits (`UtilAll.crc32`).
 pub fn body_crc(body: &[u8]) -> i32 {
     (crc32fast::hash(body) & 0x7FFF_FFFF) as i32
@@ -411,6 +417,15 @@ pub fn decode_offset_msg_id(id: &str) -> Option<(SocketAddr, i64)> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn physical_offset_of_a_record_and_of_a_fragment() {
+        let mut record = vec![0u8; 40];
+        record[PHYSICAL_OFFSET_POS..PHYSICAL_OFFSET_POS + 8]
+            .copy_from_slice(&0x0102_0304_0506_0708_i64.to_be_bytes());
+        assert_eq!(physical_offset(&record), Some(0x0102_0304_0506_0708));
+        assert_eq!(physical_offset(&record[..PHYSICAL_OFFSET_POS + 7]), None);
+    }
 
     fn sample<'a>(topic: &'a str, body: &'a [u8], props: &'a str) -> RecordFields<'a> {
         RecordFields {

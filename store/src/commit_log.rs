@@ -6,6 +6,7 @@
 //! segment. Appends happen under the put lock; reads take no lock and hand out zero-copy slices.
 
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -41,6 +42,8 @@ pub(crate) struct CommitLog {
     pub(crate) files: FileQueue,
     put_lock: Mutex<()>,
     allocator: Arc<Allocator>,
+    /// `dataReadAheadEnable`: full segments get normal readahead, or none.
+    read_ahead: AtomicBool,
 }
 
 /// A record ready to be written: where it sits in the batch buffer.
@@ -66,7 +69,25 @@ impl CommitLog {
             files,
             put_lock: Mutex::new(()),
             allocator,
+            read_ahead: AtomicBool::new(true),
         }
+    }
+
+    /// Turns readahead on the segments' pages on or off (Java's `scanFileAndSetReadMode`), for
+    /// the segments there are and those to come. The range ahead of the writer keeps none
+    /// whatever the setting (see [`MappedFile::populate_for_write`]).
+    pub(crate) fn set_read_ahead(&self, enabled: bool) -> io::Result<()> {
+        self.read_ahead.store(enabled, Ordering::Relaxed);
+        let current = self.files.current().map(|f| f.from());
+        for file in self.files.snapshot().iter() {
+            let len = if Some(file.from()) == current {
+                file.readable()
+            } else {
+                file.size()
+            };
+            file.advise_read_ahead(enabled, len)?;
+        }
+        Ok(())
     }
 
     pub(crate) fn load(
@@ -110,7 +131,8 @@ impl CommitLog {
         if *ahead > 0 && *ahead <= file.from() {
             // The writer moved on to a new segment: the one populated before is full.
             if let Some(previous) = self.files.find(*ahead - 1) {
-                if let Err(e) = previous.read_ahead_again() {
+                let read_ahead = self.read_ahead.load(Ordering::Relaxed);
+                if let Err(e) = previous.advise_read_ahead(read_ahead, previous.size()) {
                     tracing::debug!(error = %e, "no readahead advice for a full CommitLog segment");
                 }
             }

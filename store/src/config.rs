@@ -58,6 +58,12 @@ pub struct StoreConfig {
     /// `accessMessageInMemoryMaxRatio`: share of RAM (percent) behind the CommitLog head that a
     /// pull treats as "in memory".
     pub access_message_in_memory_max_ratio: u32,
+    /// `accessMessageInMemoryHotRatio`: share of RAM (percent) behind the CommitLog head outside
+    /// which a record counts as cold for the cold-read flow control.
+    pub access_message_in_memory_hot_ratio: u32,
+    /// `dataReadAheadEnable`: readahead on CommitLog pages read back from disk (off:
+    /// `MADV_RANDOM`).
+    pub data_read_ahead_enable: bool,
     /// `maxFilterMessageSize`: bytes of ConsumeQueue one pull scans at most (at least
     /// `max_msg_nums * 20`).
     pub max_filter_message_size: usize,
@@ -162,6 +168,8 @@ impl Default for StoreConfig {
             max_transfer_bytes_on_message_in_disk: 64 * 1024,
             max_transfer_count_on_message_in_disk: 8,
             access_message_in_memory_max_ratio: 40,
+            access_message_in_memory_hot_ratio: 26,
+            data_read_ahead_enable: true,
             max_filter_message_size: 16_000,
             warm_mapped_file_enable: false,
             message_index_enable: true,

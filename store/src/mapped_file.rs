@@ -331,7 +331,7 @@ impl MappedFile {
     /// The range is marked `MADV_RANDOM` first: past the write position there is nothing to read
     /// ahead, and a fault there would otherwise zero-fill a whole readahead window of unwritten
     /// blocks (`read_ahead_kb`, 8 MiB on some disks) in one call the kernel does not preempt.
-    /// [`MappedFile::read_ahead_again`] undoes it once the segment is full.
+    /// [`MappedFile::advise_read_ahead`] undoes it once the segment is full.
     pub(crate) fn populate_for_write(&self, from: usize, to: usize) -> io::Result<()> {
         let from = from / OS_PAGE_SIZE * OS_PAGE_SIZE;
         let to = to.min(self.size());
@@ -345,15 +345,26 @@ impl MappedFile {
             .advise_range(memmap2::Advice::PopulateWrite, from, to - from);
         if populated.is_err() {
             // Callers stop populating for good, so nothing would restore readahead later.
-            let _ = self.read_ahead_again();
+            let _ = self.advise_read_ahead(true, self.size());
         }
         populated
     }
 
-    /// Restores normal readahead over the whole file (after [`MappedFile::populate_for_write`]),
-    /// for consumers that read it back from disk later.
-    pub(crate) fn read_ahead_again(&self) -> io::Result<()> {
-        self.map.advise(memmap2::Advice::Normal)
+    /// Normal readahead (`MADV_NORMAL`) over the first `len` bytes, for consumers that read
+    /// them back from disk later (after [`MappedFile::populate_for_write`]), or none
+    /// (`MADV_RANDOM`: Java's `dataReadAheadEnable=false`, for consumers whose reads are scattered
+    /// and would pull in pages nobody reads).
+    pub(crate) fn advise_read_ahead(&self, enabled: bool, len: usize) -> io::Result<()> {
+        let len = (len.min(self.size()) / OS_PAGE_SIZE) * OS_PAGE_SIZE;
+        if len == 0 {
+            return Ok(());
+        }
+        let advice = if enabled {
+            memmap2::Advice::Normal
+        } else {
+            memmap2::Advice::Random
+        };
+        self.map.advise_range(advice, 0, len)
     }
 
     /// Deallocates `[pos, size)` so it reads back as zeros; false if the file system refused.
@@ -506,13 +517,29 @@ mod tests {
             "no readahead ahead of the writer"
         );
         assert_eq!(file.append(b" world").unwrap(), Some(5));
-        file.read_ahead_again().unwrap();
+        file.advise_read_ahead(true, file.size()).unwrap();
         assert!(!random_read_advised(&file), "readahead back once full");
         file.flush(0).unwrap();
         drop(file);
         let mut expected = b"hello world".to_vec();
         expected.resize(4 * OS_PAGE_SIZE, 0);
         assert_eq!(std::fs::read(&path).unwrap(), expected);
+    }
+
+    #[test]
+    fn readahead_turned_off_and_on_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(file_name(0));
+        let file =
+            MappedFile::create(path, 0, 4 * OS_PAGE_SIZE, &crate::fs::real(), false).unwrap();
+        assert!(!random_read_advised(&file), "the kernel's default");
+        file.advise_read_ahead(false, file.size()).unwrap();
+        assert!(random_read_advised(&file), "dataReadAheadEnable=false");
+        // Less than a page advises nothing.
+        file.advise_read_ahead(true, OS_PAGE_SIZE - 1).unwrap();
+        assert!(random_read_advised(&file));
+        file.advise_read_ahead(true, file.size()).unwrap();
+        assert!(!random_read_advised(&file));
     }
 
     #[test]

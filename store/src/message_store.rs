@@ -55,6 +55,8 @@ pub(crate) struct Shared {
     pub boot_ms: i64,
     /// Bytes behind the CommitLog head a pull treats as "in memory".
     pub memory_budget: i64,
+    /// Bytes behind the CommitLog head outside which a record is "cold".
+    pub hot_budget: i64,
     /// The IndexFiles, when `message_index_enable`.
     pub index: Option<IndexService>,
     pub index_waker: Waker,
@@ -233,9 +235,11 @@ impl MessageStore {
         abort.create()?;
 
         let boot_ms = env.clock.now_ms();
-        let memory_budget = physical_memory_bytes()
-            .saturating_mul(i64::from(config.access_message_in_memory_max_ratio))
-            / 100;
+        let memory = physical_memory_bytes();
+        let memory_budget =
+            memory.saturating_mul(i64::from(config.access_message_in_memory_max_ratio)) / 100;
+        let hot_budget =
+            memory.saturating_mul(i64::from(config.access_message_in_memory_hot_ratio)) / 100;
         let allocator = Arc::new(Allocator::new(
             config.commit_log_dir(),
             config.commit_log_file_size as usize,
@@ -255,6 +259,7 @@ impl MessageStore {
             group_commit: GroupCommit::default(),
             boot_ms,
             memory_budget,
+            hot_budget,
             index,
             index_waker: Waker::default(),
             retention_waker: Waker::default(),
@@ -276,6 +281,11 @@ impl MessageStore {
                 } else {
                     return Err(StoreError::io(current.path(), e));
                 }
+            }
+        }
+        if !shared.config.data_read_ahead_enable {
+            if let Err(e) = shared.commit_log.set_read_ahead(false) {
+                tracing::warn!(error = %e, "dataReadAheadEnable=false: the kernel refused MADV_RANDOM on the CommitLog; readahead stays on");
             }
         }
         let store = MessageStore {
@@ -483,6 +493,27 @@ impl MessageStore {
     /// (`checkInMemByConsumeOffset`); false if there is no such message.
     pub fn is_in_memory(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
         self.shared.is_in_memory(topic, queue_id, queue_offset)
+    }
+
+    /// Records starting before this CommitLog offset are cold: more than
+    /// `accessMessageInMemoryHotRatio` of RAM behind the CommitLog's end (Java's
+    /// `checkInColdAreaByCommitOffset`).
+    pub fn cold_area_end(&self) -> i64 {
+        self.shared.commit_log.max_offset() - self.shared.hot_budget
+    }
+
+    /// Whether the record at `queue_offset` is cold (Java's `isMsgInColdArea`); false without
+    /// such an entry.
+    pub fn is_in_cold_area(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
+        self.shared
+            .bytes_behind_writer(topic, queue_id, queue_offset)
+            .is_some_and(|behind| behind > self.shared.hot_budget)
+    }
+
+    /// Readahead on the CommitLog's pages on or off from now on (Java's `dataReadAheadEnable`,
+    /// changed at runtime by SET_COMMITLOG_READ_MODE). Only `madvise` calls: no I/O.
+    pub fn set_commit_log_read_ahead(&self, enabled: bool) -> std::io::Result<()> {
+        self.shared.commit_log.set_read_ahead(enabled)
     }
 
     /// Whether a pull from `queue_offset` reads CommitLog pages the store no longer keeps mapped

@@ -17,6 +17,11 @@
 //                                                `queryMsgById -g -d` does) and print the result
 //   @consumerStatus <namesrv> <group> <topic>    the admin API's getConsumeStatus (mqadmin 5.3.3
 //                                                does not register its getConsumerStatus command)
+//   @traced <namesrv> <group> <topic>            send one message with message trace on, wait
+//                                                for its trace, then run queryMsgTraceById on it
+//   @background <ms> <command words>             run an mqadmin command that never returns
+//                                                (clusterRT loops) on a daemon thread and
+//                                                keep what it printed within <ms>
 //   @sleep <ms>
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -159,6 +164,31 @@ public class MqAdminBatch {
                 } finally {
                     admin.shutdown();
                 }
+                break;
+            }
+            case "@traced": {
+                DefaultMQProducer producer = new DefaultMQProducer(words[2], true, null);
+                producer.setNamesrvAddr(words[1]);
+                producer.setInstanceName("batch-traced-producer");
+                producer.start();
+                try {
+                    SendResult sent = producer.send(new Message(words[3], "TagT", "traced".getBytes(StandardCharsets.UTF_8)));
+                    System.out.println("traced " + sent.getSendStatus());
+                    // The trace goes to RMQ_SYS_TRACE_TOPIC in the background, keyed by the message id.
+                    Thread.sleep(5_000);
+                    org.apache.rocketmq.tools.command.MQAdminStartup.main(new String[] {
+                        "queryMsgTraceById", "-n", words[1], "-i", sent.getMsgId()});
+                } finally {
+                    producer.shutdown();
+                }
+                break;
+            }
+            case "@background": {
+                String[] command = java.util.Arrays.copyOfRange(words, 2, words.length);
+                Thread thread = new Thread(() -> org.apache.rocketmq.tools.command.MQAdminStartup.main(command));
+                thread.setDaemon(true);
+                thread.start();
+                Thread.sleep(Long.parseLong(words[1]));
                 break;
             }
             case "@sleep":

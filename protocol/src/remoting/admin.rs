@@ -1,18 +1,19 @@
 //! Operator codes ⇄ [`AdminCommand`] / [`AdminReply`]: the name server's KV config
 //! (PUT_/GET_/DELETE_KV_CONFIG, GET_KVLIST_BY_NAMESPACE), WIPE_/ADD_WRITE_PERM_OF_BROKER,
 //! QUERY_TOPIC_CONSUME_BY_WHO and GET_BROKER_HA_STATUS, the connection lists, system topic lists,
-//! GET_CONSUMER_RUNNING_INFO and VIEW_BROKER_STATS_DATA, with the header and body names of Java's
+//! GET_CONSUMER_RUNNING_INFO and VIEW_BROKER_STATS_DATA, the storage-tuning codes (cold-read flow
+//! control, readahead), with the header and body names of Java's
 //! `PutKVConfigRequestHeader`, `WipeWritePermOfBrokerResponseHeader`, `GroupList`,
 //! `HARuntimeInfo`, `ConsumerConnection`, `BrokerStatsData`, ...
 
 use serde::{Deserialize, Serialize};
 use skiff_model::admin::{
-    AdminCommand, AdminReply, ClientConnection, ConsumerConnections, HaStatus, StatsData,
-    StatsWindow,
+    AdminCommand, AdminReply, ClientConnection, ColdReadInfo, ConsumerConnections, HaStatus,
+    StatsData, StatsWindow,
 };
 use std::collections::BTreeMap;
 
-use skiff_model::command::ErrorReply;
+use skiff_model::command::{ErrorKind, ErrorReply};
 use skiff_model::consumer::{
     ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData, SubscriptionGroupConfig,
 };
@@ -62,6 +63,12 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
             | code::DELETE_EXPIRED_COMMITLOG
             | code::EXPORT_ROCKSDB_CONFIG_TO_JSON
+            | code::CHECK_ROCKSDB_CQ_WRITE_PROGRESS
+            | code::RESET_MASTER_FLUSH_OFFSET
+            | code::UPDATE_COLD_DATA_FLOW_CTR_CONFIG
+            | code::REMOVE_COLD_DATA_FLOW_CTR_CONFIG
+            | code::GET_COLD_DATA_FLOW_CTR_INFO
+            | code::SET_COMMITLOG_READ_MODE
     )
 }
 
@@ -187,6 +194,29 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
             name: f.string("statsName")?,
             key: f.string("statsKey")?,
         },
+        // Bodies: properties text `group=threshold`, and the bare group name.
+        code::UPDATE_COLD_DATA_FLOW_CTR_CONFIG => AdminCommand::UpdateColdReadThresholds {
+            properties: String::from_utf8_lossy(&cmd.body.to_bytes()).into_owned(),
+        },
+        code::REMOVE_COLD_DATA_FLOW_CTR_CONFIG => AdminCommand::RemoveColdReadThreshold {
+            group: String::from_utf8_lossy(&cmd.body.to_bytes()).into_owned(),
+        },
+        code::GET_COLD_DATA_FLOW_CTR_INFO => AdminCommand::ColdReadInfo,
+        // `FIleReadaheadMode.READ_AHEAD_MODE`; Java answers a missing or non-numeric one with
+        // SYSTEM_ERROR "set commitlog readahead mode failed".
+        code::SET_COMMITLOG_READ_MODE => AdminCommand::SetCommitLogReadAhead {
+            mode: f.num("READ_AHEAD_MODE").map_err(|_| ErrorReply {
+                kind: ErrorKind::SystemError,
+                message: "set commitlog readahead mode failed".to_string(),
+            })?,
+        },
+        code::RESET_MASTER_FLUSH_OFFSET => AdminCommand::ResetMasterFlushOffset {
+            offset: f.num("masterFlushOffset")?,
+        },
+        code::CHECK_ROCKSDB_CQ_WRITE_PROGRESS => AdminCommand::CheckRocksDbCqWriteProgress {
+            topic: f.string("topic")?,
+            check_store_time: f.opt_num("checkStoreTime")?.unwrap_or(0),
+        },
         other => unreachable!("is_admin_code admitted {other}"),
     })
 }
@@ -231,6 +261,12 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::QueryConsumeQueue { .. } => code::QUERY_CONSUME_QUEUE,
         AdminCommand::ConsumeMessageDirectly { .. } => code::CONSUME_MESSAGE_DIRECTLY,
         AdminCommand::BrokerConsumeStats { .. } => code::GET_BROKER_CONSUME_STATS,
+        AdminCommand::UpdateColdReadThresholds { .. } => code::UPDATE_COLD_DATA_FLOW_CTR_CONFIG,
+        AdminCommand::RemoveColdReadThreshold { .. } => code::REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
+        AdminCommand::ColdReadInfo => code::GET_COLD_DATA_FLOW_CTR_INFO,
+        AdminCommand::SetCommitLogReadAhead { .. } => code::SET_COMMITLOG_READ_MODE,
+        AdminCommand::ResetMasterFlushOffset { .. } => code::RESET_MASTER_FLUSH_OFFSET,
+        AdminCommand::CheckRocksDbCqWriteProgress { .. } => code::CHECK_ROCKSDB_CQ_WRITE_PROGRESS,
     }
 }
 
@@ -308,7 +344,8 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
             out.put("configType", config_types);
         }
         AdminCommand::UpdateBrokerConfig { properties }
-        | AdminCommand::UpdateNamesrvConfig { properties } => {
+        | AdminCommand::UpdateNamesrvConfig { properties }
+        | AdminCommand::UpdateColdReadThresholds { properties } => {
             cmd.body = Body::from(properties.clone().into_bytes());
         }
         AdminCommand::ConsumerStatus {
@@ -380,7 +417,24 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
                 .into_bytes(),
             );
         }
+        AdminCommand::RemoveColdReadThreshold { group } => {
+            cmd.body = Body::from(group.clone().into_bytes());
+        }
+        AdminCommand::SetCommitLogReadAhead { mode } => {
+            out.put("READ_AHEAD_MODE", mode);
+        }
+        AdminCommand::ResetMasterFlushOffset { offset } => {
+            out.put("masterFlushOffset", offset);
+        }
+        AdminCommand::CheckRocksDbCqWriteProgress {
+            topic,
+            check_store_time,
+        } => {
+            out.put("topic", topic)
+                .put("checkStoreTime", check_store_time);
+        }
         AdminCommand::HaStatus
+        | AdminCommand::ColdReadInfo
         | AdminCommand::AllProducerInfo
         | AdminCommand::CleanExpiredConsumeQueue
         | AdminCommand::CleanUnusedTopic
@@ -670,6 +724,14 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
             cmd.body = Body::from(super::body::consumer_status_json(&table).into_bytes());
         }
         AdminReply::Done(remark) => cmd.remark = Some(remark),
+        AdminReply::ColdReadInfo(info) => {
+            cmd.body = Body::from(cold_read_info_json(&info).into_bytes());
+        }
+        // `CheckRocksdbCqWriteResult` with `CheckStatus.CHECK_IN_PROGRESS`.
+        AdminReply::CheckInProgress => {
+            cmd.body =
+                Body::from(to_json(&CheckRocksDbCqWriteResult { check_status: 2 }).into_bytes());
+        }
         AdminReply::ResetOffsets(offsets) => {
             cmd.body = Body::from(super::body::reset_offset_json(&offsets).into_bytes());
         }
@@ -845,6 +907,19 @@ mod tests {
     }
 
     #[test]
+    fn a_readahead_mode_that_is_not_a_number_is_javas_error() {
+        let set = request(code::SET_COMMITLOG_READ_MODE, &[("READ_AHEAD_MODE", "x")]);
+        let err = decode_request(&set).unwrap_err();
+        assert_eq!(
+            (err.kind, err.message.as_str()),
+            (
+                ErrorKind::SystemError,
+                "set commitlog readahead mode failed"
+            )
+        );
+    }
+
+    #[test]
     fn missing_field_is_javas_error() {
         let put = request(code::PUT_KV_CONFIG, &[("namespace", "n"), ("key", "k")]);
         let err = decode_request(&put).unwrap_err();
@@ -869,6 +944,17 @@ mod tests {
             AdminCommand::DeleteSubscriptionGroup {
                 group: "g".into(),
                 clean_offset: true,
+            },
+            AdminCommand::UpdateColdReadThresholds {
+                properties: "g=1024\n".into(),
+            },
+            AdminCommand::RemoveColdReadThreshold { group: "g".into() },
+            AdminCommand::ColdReadInfo,
+            AdminCommand::SetCommitLogReadAhead { mode: 1 },
+            AdminCommand::ResetMasterFlushOffset { offset: 42 },
+            AdminCommand::CheckRocksDbCqWriteProgress {
+                topic: String::new(),
+                check_store_time: 7,
             },
         ] {
             let request = Request::Admin(command);
@@ -1083,4 +1169,52 @@ mod tests {
             (1, Some("busy"), &b"{}"[..])
         );
     }
+}
+
+/// `CheckRocksdbCqWriteResult` (its `checkResult` is null until the check ends).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct CheckRocksDbCqWriteResult {
+    check_status: i32,
+}
+
+/// `ColdDataCgCtrService.getColdDataFlowCtrInfo`: fastjson's rendering of its tables
+/// (`AccAndTimeStamp`'s public fields).
+fn cold_read_info_json(info: &ColdReadInfo) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Account {
+        cold_acc: i64,
+        create_time_mills: i64,
+        last_cold_read_time_mills: i64,
+    }
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Info<'a> {
+        cg_cold_read_threshold: i64,
+        config_table: &'a BTreeMap<String, i64>,
+        global_acc: i64,
+        global_cold_read_threshold: i64,
+        runtime_table: BTreeMap<&'a str, Account>,
+    }
+    to_json(&Info {
+        cg_cold_read_threshold: info.group_threshold,
+        config_table: &info.config,
+        global_acc: info.global_acc,
+        global_cold_read_threshold: info.global_threshold,
+        runtime_table: info
+            .runtime
+            .iter()
+            .map(|(group, a)| {
+                (
+                    group.as_str(),
+                    Account {
+                        cold_acc: a.cold_acc,
+                        create_time_mills: a.created_ms,
+                        last_cold_read_time_mills: a.last_cold_read_ms,
+                    },
+                )
+            })
+            .collect(),
+    })
 }

@@ -83,6 +83,12 @@ pub mod request {
     pub const UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: i32 = 225;
     pub const DELETE_EXPIRED_COMMITLOG: i32 = 329;
     pub const EXPORT_ROCKSDB_CONFIG_TO_JSON: i32 = 355;
+    pub const CHECK_ROCKSDB_CQ_WRITE_PROGRESS: i32 = 354;
+    pub const RESET_MASTER_FLUSH_OFFSET: i32 = 908;
+    pub const UPDATE_COLD_DATA_FLOW_CTR_CONFIG: i32 = 2001;
+    pub const REMOVE_COLD_DATA_FLOW_CTR_CONFIG: i32 = 2002;
+    pub const GET_COLD_DATA_FLOW_CTR_INFO: i32 = 2003;
+    pub const SET_COMMITLOG_READ_MODE: i32 = 2004;
 }
 
 /// Response codes.

@@ -267,6 +267,11 @@ impl ConsumerManager {
         groups
     }
 
+    /// How the live group consumes, as its latest heartbeat said.
+    pub fn consume_type(&self, group: &str) -> Option<ConsumeType> {
+        self.groups.read().get(group).map(|info| info.consume_type)
+    }
+
     /// How many topics the group subscribes to; `None` if the group has no live member.
     pub fn subscription_count(&self, group: &str) -> Option<usize> {
         self.groups

@@ -9,7 +9,10 @@
 //! - settings (GET_/UPDATE_BROKER_CONFIG) and subscription groups
 //!   (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP);
 //! - offsets (INVOKE_BROKER_TO_RESET_OFFSET, CLONE_GROUP_OFFSET) and maintenance
-//!   (CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG, EXPORT_ROCKSDB_CONFIG_TO_JSON);
+//!   (CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG, EXPORT_ROCKSDB_CONFIG_TO_JSON,
+//!   CHECK_ROCKSDB_CQ_WRITE_PROGRESS, RESET_MASTER_FLUSH_OFFSET);
+//! - storage tuning: the cold-read flow control's tables (UPDATE_/REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
+//!   GET_COLD_DATA_FLOW_CTR_INFO) and CommitLog readahead (SET_COMMITLOG_READ_MODE);
 //! - what only a consumer knows, asked through its connection and relayed
 //!   (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY, INVOKE_BROKER_TO_GET_CONSUMER_STATUS).
 
@@ -120,6 +123,44 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
             offline,
         } => clone_group_offset(state, &src_group, &dest_group, &topic, offline),
         AdminCommand::ExportRocksDbConfig { config_types } => export_rocksdb_config(&config_types),
+        AdminCommand::UpdateColdReadThresholds { properties } => {
+            match state.cold_read_control.set_thresholds(&properties) {
+                Ok(skipped) => {
+                    if !skipped.is_empty() {
+                        warn!(?skipped, "cold-read thresholds that are not numbers were skipped (UPDATE_COLD_DATA_FLOW_CTR_CONFIG)");
+                    }
+                    info!(%properties, "cold-read thresholds set (UPDATE_COLD_DATA_FLOW_CTR_CONFIG)");
+                    Reply::Success
+                }
+                Err(why) => {
+                    warn!(%why, "cold-read thresholds refused (UPDATE_COLD_DATA_FLOW_CTR_CONFIG)");
+                    Reply::error(ErrorKind::SystemError, "string2Properties error")
+                }
+            }
+        }
+        AdminCommand::RemoveColdReadThreshold { group } => {
+            info!(%group, "cold-read threshold removed (REMOVE_COLD_DATA_FLOW_CTR_CONFIG)");
+            state.cold_read_control.remove_threshold(&group);
+            Reply::Success
+        }
+        AdminCommand::ColdReadInfo => {
+            Reply::Admin(AdminReply::ColdReadInfo(state.cold_read_control.info()))
+        }
+        AdminCommand::SetCommitLogReadAhead { mode } => set_commit_log_read_ahead(state, mode),
+        // Only a slave keeps its master's flushed offset; a master ignores it, as Java's does.
+        AdminCommand::ResetMasterFlushOffset { offset } => {
+            info!(
+                offset,
+                "RESET_MASTER_FLUSH_OFFSET ignored: this broker is a master"
+            );
+            Reply::Success
+        }
+        // Java answers "in progress" at once and logs the outcome; with no RocksDB ConsumeQueue
+        // written alongside the files (`rocksdbCQDoubleWriteEnable`), that outcome is this.
+        AdminCommand::CheckRocksDbCqWriteProgress { topic, .. } => {
+            info!(%topic, "checkRocksdbCqWriteProgress result: rocksdbCQWriteEnable is false, checkRocksdbCqWriteProgressCommand is invalid");
+            Reply::Admin(AdminReply::CheckInProgress)
+        }
         AdminCommand::DeleteExpiredCommitLog => {
             info!("expired commit log segments to be deleted now (DELETE_EXPIRED_COMMITLOG)");
             state.store.delete_expired_files_manually();
@@ -447,6 +488,39 @@ fn export_rocksdb_config(config_types: &str) -> Reply {
         }
     }
     Reply::Admin(AdminReply::Done("export done.".to_string()))
+}
+
+/// SET_COMMITLOG_READ_MODE (`setCommitLogReadAheadMode`): `MADV_NORMAL` (0) turns readahead on
+/// the CommitLog's pages on, `MADV_RANDOM` (1) off, for the segments there are and those to
+/// come, until the next start (which reads `dataReadAheadEnable`), as in Java.
+fn set_commit_log_read_ahead(state: &BrokerState, mode: i32) -> Reply {
+    const MADV_NORMAL: i32 = 0;
+    const MADV_RANDOM: i32 = 1;
+    if mode != MADV_NORMAL && mode != MADV_RANDOM {
+        return Reply::error(
+            ErrorKind::InvalidParameter,
+            "set commitlog readahead mode param value error",
+        );
+    }
+    match state.store.set_commit_log_read_ahead(mode == MADV_NORMAL) {
+        Ok(()) => {
+            info!(
+                mode,
+                read_ahead = mode == MADV_NORMAL,
+                "CommitLog readahead changed (SET_COMMITLOG_READ_MODE)"
+            );
+            Reply::Admin(AdminReply::Done(format!(
+                "set commitlog readahead mode success, mode: {mode}"
+            )))
+        }
+        Err(e) => {
+            warn!(mode, error = %e, "set commitlog readahead mode failed");
+            Reply::error(
+                ErrorKind::SystemError,
+                "set commitlog readahead mode failed",
+            )
+        }
+    }
 }
 
 /// Keys UPDATE_BROKER_CONFIG refuses (Java's default `configBlackList`).

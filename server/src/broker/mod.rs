@@ -9,6 +9,7 @@
 
 mod admin;
 mod client;
+mod cold_read;
 mod config_file;
 mod console;
 mod consumers;
@@ -88,6 +89,8 @@ pub(crate) struct BrokerState {
     pull_holds: PullHoldService,
     /// Bounds the pulls reading cold data on blocking threads (`pullMessageThreadPoolNums`).
     cold_reads: Arc<tokio::sync::Semaphore>,
+    /// Throttles groups that read too much cold data (`coldDataFlowControlEnable`).
+    cold_read_control: cold_read::ColdReadControl,
     stats: BrokerStats,
     /// Per-topic and per-group statistics (VIEW_BROKER_STATS_DATA).
     traffic: traffic::TrafficStats,
@@ -123,6 +126,7 @@ impl BrokerState {
             locks: RebalanceLockManager::new(config.rebalance_lock_max_live_time),
             selectors: property_filter::SelectorCache::default(),
             pull_holds: PullHoldService::default(),
+            cold_read_control: cold_read::ColdReadControl::new(&config),
             cold_reads: Arc::new(tokio::sync::Semaphore::new(
                 config.pull_message_thread_pool_nums,
             )),
@@ -372,6 +376,12 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::QueryConsumeQueue { .. } => "QUERY_CONSUME_QUEUE",
         AdminCommand::ConsumeMessageDirectly { .. } => "CONSUME_MESSAGE_DIRECTLY",
         AdminCommand::BrokerConsumeStats { .. } => "GET_BROKER_CONSUME_STATS",
+        AdminCommand::UpdateColdReadThresholds { .. } => "UPDATE_COLD_DATA_FLOW_CTR_CONFIG",
+        AdminCommand::RemoveColdReadThreshold { .. } => "REMOVE_COLD_DATA_FLOW_CTR_CONFIG",
+        AdminCommand::ColdReadInfo => "GET_COLD_DATA_FLOW_CTR_INFO",
+        AdminCommand::SetCommitLogReadAhead { .. } => "SET_COMMITLOG_READ_MODE",
+        AdminCommand::ResetMasterFlushOffset { .. } => "RESET_MASTER_FLUSH_OFFSET",
+        AdminCommand::CheckRocksDbCqWriteProgress { .. } => "CHECK_ROCKSDB_CQ_WRITE_PROGRESS",
     }
 }
 
@@ -416,6 +426,8 @@ fn store_config(config: &BrokerConfig, store_host: SocketAddr) -> StoreConfig {
         store_host,
         check_crc_on_recover: config.check_crc_on_recover,
         access_message_in_memory_max_ratio: config.access_message_in_memory_max_ratio,
+        access_message_in_memory_hot_ratio: config.access_message_in_memory_hot_ratio,
+        data_read_ahead_enable: config.data_read_ahead_enable,
         warm_mapped_file_enable: config.warm_maped_file_enable,
         commit_log_resident_tail: config.commit_log_resident_tail,
         message_index_enable: config.message_index_enable,
@@ -578,6 +590,12 @@ impl Broker {
             tokio::spawn(pop::revive_periodically(state.clone(), shutdown.clone())),
         ];
         background.extend(vip_server);
+        if state.cold_read_control.enabled() {
+            background.push(tokio::spawn(end_cold_read_periods(
+                state.clone(),
+                shutdown.clone(),
+            )));
+        }
         let mut metrics_addr = None;
         if let (Some(listener), Some(metrics)) = (metrics_listener, &state.metrics) {
             metrics_addr = listener.local_addr().ok();
@@ -707,6 +725,16 @@ async fn bind_metrics(config: &BrokerConfig) -> anyhow::Result<TcpListener> {
              (or metricsExporterType=DISABLE)"
         )
     })
+}
+
+async fn end_cold_read_periods(state: Arc<BrokerState>, shutdown: CancellationToken) {
+    let mut ticker = tokio::time::interval(cold_read::PERIOD);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = ticker.tick() => state.cold_read_control.end_period(now_millis()),
+        }
+    }
 }
 
 async fn roll_stats_days(state: Arc<BrokerState>, shutdown: CancellationToken) {

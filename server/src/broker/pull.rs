@@ -12,8 +12,9 @@ use std::time::Duration;
 use bytes::Bytes;
 
 use skiff_model::command::{ErrorKind, PullRequest, PullResult, PullStatus, Reply};
-use skiff_model::consumer::SubscriptionData;
+use skiff_model::consumer::{ConsumeType, SubscriptionData};
 use skiff_model::filter::Selector;
+use skiff_model::record;
 use skiff_model::route::{perm, MASTER_ID};
 use skiff_store::GetMessageStatus;
 
@@ -26,6 +27,9 @@ use crate::net::{Handled, RequestContext};
 const MAX_TRANSFER_BYTES: usize = 256 * 1024;
 /// Most messages one pull returns (`maxTransferCountOnMessageInMemory`).
 const MAX_TRANSFER_COUNT: i32 = 32;
+/// How long a throttled pull consumer's cold pull is held (`ColdDataPullRequestHoldService`
+/// holds at least 3 s and checks every 5 s).
+const COLD_HOLD: Duration = Duration::from_secs(3);
 /// Most queue reads one SQL92-filtered pull makes (up to 32 entries each, so 2,048 entries; Java
 /// scans up to `maxFilterMessageCount`, 16,000).
 const MAX_FILTER_ROUNDS: usize = 64;
@@ -46,6 +50,17 @@ pub(super) fn handle(
             request.queue.queue_id,
             offset,
         );
+    }
+    if state
+        .cold_read_control
+        .must_throttle(&request.consumer_group)
+        && state.store.is_in_cold_area(
+            &request.queue.topic,
+            request.queue.queue_id,
+            request.queue_offset,
+        )
+    {
+        return throttle_cold_read(state, request, filter);
     }
     if state.store.is_cold_read(
         &request.queue.topic,
@@ -101,6 +116,48 @@ fn read_cold(state: &Arc<BrokerState>, request: PullRequest, filter: Filter) -> 
             Err(e) => Reply::error(ErrorKind::SystemError, format!("pull failed: {e}")),
         }
     }))
+}
+
+/// A pull of cold data by a group past its cold-read threshold (see `cold_read`), as Java's
+/// `PullMessageProcessor` throttles it: a push consumer is answered SYSTEM_BUSY (it retries
+/// later); a pull consumer's request is held [`COLD_HOLD`] and then answered with one message.
+fn throttle_cold_read(
+    state: &Arc<BrokerState>,
+    mut request: PullRequest,
+    filter: Filter,
+) -> Handled {
+    let consume_type = state.consumers.consume_type(&request.consumer_group);
+    if consume_type == Some(ConsumeType::ConsumePassively) {
+        return Handled::Now(Reply::error(
+            ErrorKind::SystemBusy,
+            "This consumer group is reading cold data. It has been flow control",
+        ));
+    }
+    let state = state.clone();
+    Handled::Later(Box::pin(async move {
+        tokio::time::sleep(COLD_HOLD).await;
+        request.max_msg_nums = 1;
+        match read_cold(&state, request, filter) {
+            Handled::Now(reply) => reply,
+            Handled::Later(reply) => reply.await,
+        }
+    }))
+}
+
+/// Adds the bytes of the records in `messages` that lie in the cold area to `group`'s account.
+fn account_cold_bytes(state: &BrokerState, group: &str, messages: &[Bytes]) {
+    if !state.cold_read_control.enabled() || messages.is_empty() {
+        return;
+    }
+    let cold_end = state.store.cold_area_end();
+    let cold: usize = messages
+        .iter()
+        .filter(|m| record::physical_offset(m).is_some_and(|offset| offset < cold_end))
+        .map(Bytes::len)
+        .sum();
+    state
+        .cold_read_control
+        .record(group, cold as i64, super::now_millis());
 }
 
 /// How long to hold a pull that found nothing, if it may be held at all.
@@ -362,6 +419,7 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
         found.next_begin_offset,
     );
     state.stats.messages_got(found.messages.len() as u64);
+    account_cold_bytes(state, &request.consumer_group, &found.messages);
     let bytes: usize = found.messages.iter().map(Bytes::len).sum();
     state.traffic.messages_got(
         &request.consumer_group,

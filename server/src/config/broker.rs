@@ -77,6 +77,19 @@ pub struct BrokerConfig {
     pub check_crc_on_recover: bool,
     /// Percent of RAM behind the CommitLog head that counts as "in memory".
     pub access_message_in_memory_max_ratio: u32,
+    /// Percent of RAM behind the CommitLog head outside which data is cold (for the cold-read
+    /// flow control).
+    pub access_message_in_memory_hot_ratio: u32,
+    /// Readahead on CommitLog pages read back from disk (`SET_COMMITLOG_READ_MODE` changes it at
+    /// runtime).
+    pub data_read_ahead_enable: bool,
+    /// Throttle consumer groups that read too much cold data (`ColdDataCgCtrService`).
+    pub cold_data_flow_control_enable: bool,
+    /// Cold bytes a group may read per 5-second period before it is throttled, unless an
+    /// operator set its own (`updateColdDataFlowCtrGroupConfig`).
+    pub cg_cold_read_threshold: i64,
+    /// Cold bytes all groups may read per period before every cold reader is throttled.
+    pub global_cold_read_threshold: i64,
     pub flush_consume_queue_thorough_interval: u64,
     pub auto_create_topic_enable: bool,
     pub auto_create_subscription_group: bool,
@@ -210,6 +223,11 @@ impl Default for BrokerConfig {
             max_msgs_num_batch: 64,
             default_query_max_num: 32,
             warm_maped_file_enable: false,
+            access_message_in_memory_hot_ratio: 26,
+            data_read_ahead_enable: true,
+            cold_data_flow_control_enable: false,
+            cg_cold_read_threshold: 3 * 1024 * 1024,
+            global_cold_read_threshold: 100 * 1024 * 1024,
             commit_log_resident_tail: 64 * 1024 * 1024,
             check_crc_on_recover: true,
             access_message_in_memory_max_ratio: 40,
@@ -306,6 +324,11 @@ settings!(BrokerConfig {
     "commitLogResidentTail" => commit_log_resident_tail vet resident_tail,
     "checkCRCOnRecover" => check_crc_on_recover,
     "accessMessageInMemoryMaxRatio" => access_message_in_memory_max_ratio vet percent,
+    "accessMessageInMemoryHotRatio" => access_message_in_memory_hot_ratio vet percent,
+    "dataReadAheadEnable" => data_read_ahead_enable,
+    "coldDataFlowControlEnable" => cold_data_flow_control_enable,
+    "cgColdReadThreshold" => cg_cold_read_threshold vet positive,
+    "globalColdReadThreshold" => global_cold_read_threshold vet positive,
     "flushConsumeQueueThoroughInterval" => flush_consume_queue_thorough_interval,
     "autoCreateTopicEnable" => auto_create_topic_enable,
     "autoCreateSubscriptionGroup" => auto_create_subscription_group,

@@ -13,7 +13,7 @@ mod broker;
 mod error;
 mod java_keys;
 mod namesrv;
-mod properties;
+pub(crate) mod properties;
 mod source;
 mod tls;
 mod value;

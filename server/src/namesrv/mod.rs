@@ -195,6 +195,12 @@ impl NameServerService {
             | AdminCommand::CreateSubscriptionGroupList(_)
             | AdminCommand::DeleteExpiredCommitLog
             | AdminCommand::ExportRocksDbConfig { .. }
+            | AdminCommand::UpdateColdReadThresholds { .. }
+            | AdminCommand::RemoveColdReadThreshold { .. }
+            | AdminCommand::ColdReadInfo
+            | AdminCommand::SetCommitLogReadAhead { .. }
+            | AdminCommand::ResetMasterFlushOffset { .. }
+            | AdminCommand::CheckRocksDbCqWriteProgress { .. }
             | AdminCommand::UpdateBrokerConfig { .. }
             | AdminCommand::ConsumerStatus { .. }
             | AdminCommand::ConsumerStatusFromClient { .. }
