@@ -18,8 +18,8 @@
 //! `exportMetadata`, `exportConfigs`, `exportMetrics`, `sendMsgStatus`, `deleteTopic`,
 //! `getColdDataFlowCtrInfo`, `updateColdDataFlowCtrGroupConfig`,
 //! `removeColdDataFlowCtrGroupConfig`, `setCommitLogReadAheadMode`, `resetMasterFlushOffset`,
-//! `checkRocksdbCqWriteProgress`, `queryMsgTraceById` and `clusterRT` (61 of mqadmin 5.3.3's 89
-//! commands). mqadmin exits 0 even when a command fails, so each command's
+//! `checkRocksdbCqWriteProgress`, `exportPopRecord`, `queryMsgTraceById` and `clusterRT` (62 of
+//! mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command fails, so each command's
 //! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
 //! Broker requests go over the VIP channel (port - 2).
 //!
@@ -554,7 +554,8 @@ fn run(target: &Target) -> Result<()> {
 /// A sixth JVM: the cold-read flow control's tables (UPDATE_/REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
 /// GET_COLD_DATA_FLOW_CTR_INFO), CommitLog readahead (SET_COMMITLOG_READ_MODE), a master's
 /// answer to RESET_MASTER_FLUSH_OFFSET, the RocksDB ConsumeQueue check of a broker without one
-/// (CHECK_ROCKSDB_CQ_WRITE_PROGRESS), a traced send looked up in the trace topic
+/// (CHECK_ROCKSDB_CQ_WRITE_PROGRESS), POP records moved out of a KV store it does not have
+/// (POP_ROLLBACK, `exportPopRecord`), a traced send looked up in the trace topic
 /// (`queryMsgTraceById`), and `clusterRT`'s send round trips (it never returns: run in the
 /// background for a few seconds).
 fn storage_tuning(target: &Target, id: &str) -> Result<()> {
@@ -630,6 +631,7 @@ fn storage_tuning(target: &Target, id: &str) -> Result<()> {
             "-c",
             "DefaultCluster",
         ]),
+        words(&["exportPopRecord", "-n", &ns, "-c", "DefaultCluster"]),
         words(&["@traced", &ns, &trace_group, &topic]),
         words(&[
             "@background",
@@ -711,27 +713,32 @@ fn storage_tuning(target: &Target, id: &str) -> Result<()> {
         &out[9],
         &["broker-a check doing, please wait and get the result from log..."],
     )?;
+    expect(
+        "exportPopRecord",
+        &out[10],
+        &["Export broker records, brokerName=broker-a, brokerAddr=BROKER"],
+    )?;
     // `#Type #ProducerGroup #ClientHost #SendTime #CostTimes #Status`, then the send.
     expect(
         "queryMsgTraceById",
-        &out[10],
+        &out[11],
         &["traced SEND_OK", "#ProducerGroup", "#Status"],
     )?;
-    let pub_row: Vec<&str> = out[10]
+    let pub_row: Vec<&str> = out[11]
         .lines()
         .find(|l| l.starts_with("Pub "))
-        .with_context(|| format!("queryMsgTraceById: no Pub row in:\n{}", out[10]))?
+        .with_context(|| format!("queryMsgTraceById: no Pub row in:\n{}", out[11]))?
         .split_whitespace()
         .collect();
     if pub_row.get(1) != Some(&trace_group.as_str()) || pub_row.last() != Some(&"success") {
         bail!("queryMsgTraceById: expected the send of {trace_group}, successful: {pub_row:?}");
     }
     // `#Cluster Name  #Broker Name  #RT  #successCount  #failCount`, then one row per broker.
-    expect("clusterRT", &out[11], &["#Cluster Name", "#successCount"])?;
-    let row: Vec<&str> = out[11]
+    expect("clusterRT", &out[12], &["#Cluster Name", "#successCount"])?;
+    let row: Vec<&str> = out[12]
         .lines()
         .find(|l| l.starts_with("DefaultCluster"))
-        .with_context(|| format!("clusterRT: no row for the cluster in:\n{}", out[11]))?
+        .with_context(|| format!("clusterRT: no row for the cluster in:\n{}", out[12]))?
         .split_whitespace()
         .collect();
     if row.len() != 5 || row[1] != BROKER_NAME || row[3] != "5" || row[4] != "0" {

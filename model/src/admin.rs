@@ -163,6 +163,9 @@ pub enum AdminCommand {
         topic: String,
         check_store_time: i64,
     },
+    /// Broker: move the POP records kept in the RocksDB KV store (`popConsumerKVServiceEnable`)
+    /// to the revive topic's files (POP_ROLLBACK, `mqadmin exportPopRecord`).
+    ExportPopRecords,
 }
 
 /// An answer to an [`AdminCommand`].

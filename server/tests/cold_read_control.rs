@@ -1,6 +1,6 @@
 //! The cold-read flow control (`coldDataFlowControlEnable`) and the other storage-tuning codes
 //! of `mqadmin` (SET_COMMITLOG_READ_MODE, RESET_MASTER_FLUSH_OFFSET,
-//! CHECK_ROCKSDB_CQ_WRITE_PROGRESS), on the wire. The official tool's view of them is in
+//! CHECK_ROCKSDB_CQ_WRITE_PROGRESS, POP_ROLLBACK), on the wire. The official tool's view of them is in
 //! `compat-tests/tests/mqadmin.rs`.
 
 mod common;
@@ -91,6 +91,7 @@ async fn cold_read_tables_and_storage_codes_answer_as_java() {
 
     let response = call(&broker, AdminCommand::ResetMasterFlushOffset { offset: 42 }).await;
     assert_eq!(response.code, 0);
+    assert_eq!(call(&broker, AdminCommand::ExportPopRecords).await.code, 0);
     let check = AdminCommand::CheckRocksDbCqWriteProgress {
         topic: String::new(),
         check_store_time: 0,

@@ -69,6 +69,7 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::REMOVE_COLD_DATA_FLOW_CTR_CONFIG
             | code::GET_COLD_DATA_FLOW_CTR_INFO
             | code::SET_COMMITLOG_READ_MODE
+            | code::POP_ROLLBACK
     )
 }
 
@@ -217,6 +218,7 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
             topic: f.string("topic")?,
             check_store_time: f.opt_num("checkStoreTime")?.unwrap_or(0),
         },
+        code::POP_ROLLBACK => AdminCommand::ExportPopRecords,
         other => unreachable!("is_admin_code admitted {other}"),
     })
 }
@@ -267,6 +269,7 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::SetCommitLogReadAhead { .. } => code::SET_COMMITLOG_READ_MODE,
         AdminCommand::ResetMasterFlushOffset { .. } => code::RESET_MASTER_FLUSH_OFFSET,
         AdminCommand::CheckRocksDbCqWriteProgress { .. } => code::CHECK_ROCKSDB_CQ_WRITE_PROGRESS,
+        AdminCommand::ExportPopRecords => code::POP_ROLLBACK,
     }
 }
 
@@ -435,6 +438,7 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         }
         AdminCommand::HaStatus
         | AdminCommand::ColdReadInfo
+        | AdminCommand::ExportPopRecords
         | AdminCommand::AllProducerInfo
         | AdminCommand::CleanExpiredConsumeQueue
         | AdminCommand::CleanUnusedTopic
@@ -950,6 +954,7 @@ mod tests {
             },
             AdminCommand::RemoveColdReadThreshold { group: "g".into() },
             AdminCommand::ColdReadInfo,
+            AdminCommand::ExportPopRecords,
             AdminCommand::SetCommitLogReadAhead { mode: 1 },
             AdminCommand::ResetMasterFlushOffset { offset: 42 },
             AdminCommand::CheckRocksDbCqWriteProgress {

@@ -89,6 +89,7 @@ pub mod request {
     pub const REMOVE_COLD_DATA_FLOW_CTR_CONFIG: i32 = 2002;
     pub const GET_COLD_DATA_FLOW_CTR_INFO: i32 = 2003;
     pub const SET_COMMITLOG_READ_MODE: i32 = 2004;
+    pub const POP_ROLLBACK: i32 = 200056;
 }
 
 /// Response codes.

@@ -10,7 +10,7 @@
 //!   (GET_ALL_SUBSCRIPTIONGROUP_CONFIG, DELETE_SUBSCRIPTIONGROUP);
 //! - offsets (INVOKE_BROKER_TO_RESET_OFFSET, CLONE_GROUP_OFFSET) and maintenance
 //!   (CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG, EXPORT_ROCKSDB_CONFIG_TO_JSON,
-//!   CHECK_ROCKSDB_CQ_WRITE_PROGRESS, RESET_MASTER_FLUSH_OFFSET);
+//!   CHECK_ROCKSDB_CQ_WRITE_PROGRESS, RESET_MASTER_FLUSH_OFFSET, POP_ROLLBACK);
 //! - storage tuning: the cold-read flow control's tables (UPDATE_/REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
 //!   GET_COLD_DATA_FLOW_CTR_INFO) and CommitLog readahead (SET_COMMITLOG_READ_MODE);
 //! - what only a consumer knows, asked through its connection and relayed
@@ -147,6 +147,12 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
             Reply::Admin(AdminReply::ColdReadInfo(state.cold_read_control.info()))
         }
         AdminCommand::SetCommitLogReadAhead { mode } => set_commit_log_read_ahead(state, mode),
+        // Skiff keeps POP checkpoints and acks in the revive topic's files only, as a Java broker
+        // without `popConsumerKVServiceInit`, which answers the same: nothing to move.
+        AdminCommand::ExportPopRecords => {
+            info!("POP_ROLLBACK: POP records are in the revive topic's files already");
+            Reply::Success
+        }
         // Only a slave keeps its master's flushed offset; a master ignores it, as Java's does.
         AdminCommand::ResetMasterFlushOffset { offset } => {
             info!(

@@ -382,6 +382,7 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::SetCommitLogReadAhead { .. } => "SET_COMMITLOG_READ_MODE",
         AdminCommand::ResetMasterFlushOffset { .. } => "RESET_MASTER_FLUSH_OFFSET",
         AdminCommand::CheckRocksDbCqWriteProgress { .. } => "CHECK_ROCKSDB_CQ_WRITE_PROGRESS",
+        AdminCommand::ExportPopRecords => "POP_ROLLBACK",
     }
 }
 

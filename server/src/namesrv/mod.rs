@@ -201,6 +201,7 @@ impl NameServerService {
             | AdminCommand::SetCommitLogReadAhead { .. }
             | AdminCommand::ResetMasterFlushOffset { .. }
             | AdminCommand::CheckRocksDbCqWriteProgress { .. }
+            | AdminCommand::ExportPopRecords
             | AdminCommand::UpdateBrokerConfig { .. }
             | AdminCommand::ConsumerStatus { .. }
             | AdminCommand::ConsumerStatusFromClient { .. }
