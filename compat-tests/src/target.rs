@@ -70,6 +70,16 @@ pub struct Options {
     /// `$ROCKETMQ_HOME/conf/`, Skiff from `rocketmq.acl.plain.file`. Apache 5.3 has no ACL 1.0
     /// (its `aclEnable` does nothing): run these against `SKIFF_COMPAT_APACHE_VERSION=4.9.7`.
     pub acl: Option<AclOptions>,
+    /// ACL 2.0 authentication on (Apache 5.3's `authenticationEnabled`, users in the broker's
+    /// store) with this super user, which the harness's probes and mqadmin sign as.
+    pub auth: Option<AuthOptions>,
+}
+
+/// The super user of a target with ACL 2.0 authentication (`initAuthenticationUser`).
+#[derive(Debug, Clone)]
+pub struct AuthOptions {
+    pub username: String,
+    pub password: String,
 }
 
 /// The ACL file of a target, and the admin account of it that the harness signs its own probes
@@ -96,6 +106,7 @@ impl Options {
             tls: None,
             apache_broker_jvm: None,
             acl: None,
+            auth: None,
         })
     }
 }
@@ -333,8 +344,50 @@ impl Target {
         if o.acl.is_some() {
             settings.push(("aclEnable", "true".into()));
         }
+        if let Some(auth) = &o.auth {
+            let user = format!(
+                r#"{{"username":"{}","password":"{}"}}"#,
+                auth.username, auth.password
+            );
+            let inner = format!(
+                r#"{{"accessKey":"{}","secretKey":"{}"}}"#,
+                auth.username, auth.password
+            );
+            settings.extend([
+                ("authenticationEnabled", "true".to_string()),
+                (
+                    "authenticationProvider",
+                    "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider"
+                        .into(),
+                ),
+                (
+                    "authenticationMetadataProvider",
+                    "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider"
+                        .into(),
+                ),
+                (
+                    "authorizationMetadataProvider",
+                    "org.apache.rocketmq.auth.authorization.provider.LocalAuthorizationMetadataProvider"
+                        .into(),
+                ),
+                ("initAuthenticationUser", user),
+                ("innerClientAuthenticationCredentials", inner),
+            ]);
+        }
         settings.extend(o.broker_settings.iter().cloned());
         settings
+    }
+
+    /// What the harness signs its own requests with: the ACL 1.0 probe account or the ACL 2.0
+    /// super user (access key, secret key).
+    pub fn credentials(&self) -> Option<(String, String)> {
+        if let Some(acl) = &self.opts.acl {
+            return Some((acl.probe_access_key.clone(), acl.probe_secret_key.clone()));
+        }
+        self.opts
+            .auth
+            .as_ref()
+            .map(|a| (a.username.clone(), a.password.clone()))
     }
 
     /// Where the target reads its `plain_acl.yml`.
@@ -389,6 +442,8 @@ impl Target {
                     if v.parse::<u64>().is_ok() || v == "true" || v == "false" {
                         toml.push_str(&format!("{k} = {v}\n"));
                     } else {
+                        // JSON values (`initAuthenticationUser`) hold quotes.
+                        let v = v.replace('\\', "\\\\").replace('"', "\\\"");
                         toml.push_str(&format!("{k} = \"{v}\"\n"));
                     }
                 }
@@ -597,9 +652,9 @@ impl Target {
         }
         let mut b = self.connect(&addr, wait)?;
         let body = remoting::empty_heartbeat();
-        let signed = self.opts.acl.as_ref().map(|acl| {
-            remoting::signed_fields(&[], &body, &acl.probe_access_key, &acl.probe_secret_key)
-        });
+        let signed = self
+            .credentials()
+            .map(|(key, secret)| remoting::signed_fields(&[], &body, &key, &secret));
         let fields: Vec<(&str, &str)> = signed
             .iter()
             .flatten()

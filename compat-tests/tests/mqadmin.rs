@@ -23,6 +23,10 @@
 //! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
 //! Broker requests go over the VIP channel (port - 2).
 //!
+//! With ACL 2.0 authentication on, a target of its own: `createUser`, `updateUser`, `deleteUser`,
+//! `getUser`, `listUser` and `copyUser` (68 of the 89 in all), and the refusals of requests not
+//! signed by a known, enabled user.
+//!
 //! Each JVM runs a batch of commands (`java/tools/MqAdminBatch.java` calls `MQAdminStartup.main`
 //! once per command; it does not exit). Reference run:
 //!   SKIFF_COMPAT_TARGET=apache cargo test -p skiff-compat-tests --test mqadmin
@@ -34,8 +38,9 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 use skiff_compat_tests::java::{self, java_bin};
 use skiff_compat_tests::process;
+use skiff_compat_tests::remoting::{self, code};
 use skiff_compat_tests::suite::unique_id;
-use skiff_compat_tests::target::{FlushDisk, Target};
+use skiff_compat_tests::target::{AuthOptions, FlushDisk, Options, Target};
 
 /// One batch JVM: a few seconds to start plus a few seconds per command.
 const BATCH_TIMEOUT: Duration = Duration::from_secs(300);
@@ -53,6 +58,15 @@ fn mqadmin(target: &Target, label: &str, commands: &[Vec<String>]) -> Result<Vec
     let text: Vec<String> = commands.iter().map(|words| words.join("\t")).collect();
     fs::write(&batch, text.join("\n") + "\n")?;
     let mut cmd = Command::new(java_bin());
+    if let Some((access_key, secret_key)) = target.credentials() {
+        // mqadmin signs every request with `$ROCKETMQ_HOME/conf/tools.yml`'s account.
+        fs::create_dir_all(run_dir.join("conf"))?;
+        fs::write(
+            run_dir.join("conf/tools.yml"),
+            format!("accessKey: {access_key}\nsecretKey: {secret_key}\n"),
+        )?;
+        cmd.arg(format!("-Drocketmq.home.dir={}", run_dir.display()));
+    }
     cmd.current_dir(&run_dir)
         .args(["-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1"])
         .arg(format!("-Duser.home={}", run_dir.display()))
@@ -182,6 +196,227 @@ fn mqadmin_commands_answer_as_apache() {
         target.kind(),
         started.elapsed()
     );
+}
+
+/// The ACL 2.0 super user of `mqadmin_user_commands_answer_as_apache`'s target.
+const SUPER_USER: &str = "skiff-root";
+const SUPER_PASSWORD: &str = "skiff-root-pass";
+
+/// ACL 2.0 users (AUTH_CREATE_/UPDATE_/DELETE_/GET_/LIST_USER) with authentication on: mqadmin
+/// signs as the super user (`conf/tools.yml`), and requests signed by nobody, by an unknown or
+/// disabled user or with a wrong password get the broker's NO_PERMISSION and Java's reason.
+#[test]
+fn mqadmin_user_commands_answer_as_apache() {
+    let started = Instant::now();
+    let opts = Options {
+        auth: Some(AuthOptions {
+            username: SUPER_USER.into(),
+            password: SUPER_PASSWORD.into(),
+        }),
+        ..Options::new(FlushDisk::Async).expect("options")
+    };
+    let target = Target::start_with("mqadmin-users", opts).expect("start the target");
+    if let Err(e) = users(&target) {
+        panic!("{e:#}\n--- target logs ---\n{}", target.logs());
+    }
+    println!(
+        "mqadmin users against {:?}: PASS in {:.1?}",
+        target.kind(),
+        started.elapsed()
+    );
+}
+
+/// The whitespace-separated words of the first line of `output` that starts with `first`.
+fn row<'a>(output: &'a str, first: &str) -> Option<Vec<&'a str>> {
+    output
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .find(|words| words.first() == Some(&first))
+}
+
+fn users(target: &Target) -> Result<()> {
+    let ns = target.namesrv();
+    let broker = target.broker();
+    let user = |args: &[&str]| {
+        let mut all = vec![args[0], "-n", &ns];
+        all.extend_from_slice(&args[1..]);
+        words(&all)
+    };
+    let commands = [
+        user(&[
+            "createUser",
+            "-b",
+            &broker,
+            "-u",
+            "alice",
+            "-p",
+            "alice-pass-1",
+        ]),
+        user(&["getUser", "-b", &broker, "-u", "alice"]),
+        user(&[
+            "createUser",
+            "-b",
+            &broker,
+            "-u",
+            "alice",
+            "-p",
+            "other-pass",
+        ]),
+        user(&["updateUser", "-b", &broker, "-u", "alice", "-s", "disable"]),
+        user(&["getUser", "-b", &broker, "-u", "alice"]),
+        user(&[
+            "updateUser",
+            "-c",
+            "DefaultCluster",
+            "-u",
+            "alice",
+            "-p",
+            "alice-pass-2",
+        ]),
+        user(&["listUser", "-b", &broker]),
+        user(&["listUser", "-c", "DefaultCluster", "-f", "lic"]),
+        user(&["copyUser", "-f", &broker, "-t", &broker, "-u", "alice"]),
+        user(&[
+            "createUser",
+            "-b",
+            &broker,
+            "-u",
+            "bob",
+            "-p",
+            "bob-pass-1",
+            "-t",
+            "Super",
+        ]),
+        user(&["deleteUser", "-b", &broker, "-u", "alice"]),
+        user(&["getUser", "-b", &broker, "-u", "alice"]),
+        user(&[
+            "createUser",
+            "-b",
+            &broker,
+            "-u",
+            "carol",
+            "-p",
+            "carol-pass-1",
+        ]),
+        user(&["updateUser", "-b", &broker, "-u", "carol", "-s", "disable"]),
+    ];
+    let out = mqadmin(target, "users", &commands)?;
+    let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
+    expect("createUser", &out[0], &["create user to BROKER success."])?;
+    expect(
+        "getUser",
+        &out[1],
+        &["#UserName", "#Password", "#UserType", "#UserStatus"],
+    )?;
+    let alice = row(&out[1], "alice").context("getUser: no row for alice")?;
+    if alice != ["alice", "alice-pass-1", "Normal", "enable"] {
+        bail!("getUser: {alice:?}");
+    }
+    if !out[2].contains("CODE: 16  DESC: The user is existed") {
+        bail!(
+            "createUser of an existing user: expected NO_PERMISSION in:\n{}",
+            out[2]
+        );
+    }
+    expect(
+        "updateUser -s",
+        &out[3],
+        &["update user to BROKER success."],
+    )?;
+    let alice = row(&out[4], "alice").context("getUser after update: no row for alice")?;
+    if alice != ["alice", "alice-pass-1", "Normal", "disable"] {
+        bail!("getUser after disable: {alice:?}");
+    }
+    expect(
+        "updateUser -c",
+        &out[5],
+        &["update user to BROKER success."],
+    )?;
+    let listed: Vec<&str> = out[6]
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| !w.starts_with('#'))
+        .collect();
+    if listed != ["alice", SUPER_USER] {
+        bail!("listUser: {listed:?} in:\n{}", out[6]);
+    }
+    let alice = row(&out[6], "alice").context("listUser: no row for alice")?;
+    if alice != ["alice", "alice-pass-2", "Normal", "disable"] {
+        bail!("listUser: {alice:?}");
+    }
+    expect(
+        "listUser -c -f",
+        &out[7],
+        &["get user from BROKER success."],
+    )?;
+    if row(&out[7], "alice").is_none() || row(&out[7], SUPER_USER).is_some() {
+        bail!("listUser -f lic: only alice expected in:\n{}", out[7]);
+    }
+    expect(
+        "copyUser",
+        &out[8],
+        &["copy user of alice from BROKER to BROKER success."],
+    )?;
+    expect(
+        "createUser -t Super",
+        &out[9],
+        &["create user to BROKER success."],
+    )?;
+    expect("deleteUser", &out[10], &["delete user to BROKER success."])?;
+    if out[11].contains("#UserName") || out[11].contains("Exception") {
+        bail!(
+            "getUser of a deleted user: expected nothing in:\n{}",
+            out[11]
+        );
+    }
+    expect(
+        "createUser carol",
+        &out[12],
+        &["create user to BROKER success."],
+    )?;
+    expect(
+        "updateUser carol",
+        &out[13],
+        &["update user to BROKER success."],
+    )?;
+
+    // The broker's answers to requests it does not authenticate.
+    let wait = Duration::from_secs(5);
+    let body = remoting::empty_heartbeat();
+    let heartbeat = |credentials: Option<(&str, &str)>| -> Result<(i64, String)> {
+        let fields = credentials
+            .map(|(key, secret)| remoting::signed_fields(&[], &body, key, secret))
+            .unwrap_or_default();
+        let fields: Vec<(&str, &str)> = fields
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+            .collect();
+        let mut conn = target.connect(&broker, wait)?;
+        let answer = conn.call(code::HEART_BEAT, 7, &fields, &body, wait)?;
+        Ok((answer.code(), answer.remark()))
+    };
+    /// Who signs (user, password), and the answer's code and remark.
+    type Case<'a> = (Option<(&'a str, &'a str)>, i64, &'a str);
+    let cases: [Case; 5] = [
+        (Some(("bob", "bob-pass-1")), 0, ""),
+        (None, 16, "username cannot be null."),
+        (Some(("nobody", "x")), 16, "User:nobody is not found."),
+        (Some(("bob", "wrong-pass")), 16, "check signature failed."),
+        (
+            Some(("carol", "carol-pass-1")),
+            16,
+            "User:carol is disabled.",
+        ),
+    ];
+    for (credentials, want_code, want_remark) in cases {
+        let (got_code, got_remark) = heartbeat(credentials)?;
+        if got_code != want_code || (want_code != 0 && got_remark != want_remark) {
+            bail!(
+                "heartbeat signed by {credentials:?}: expected {want_code} {want_remark:?}, got {got_code} {got_remark:?}"
+            );
+        }
+    }
+    Ok(())
 }
 
 fn run(target: &Target) -> Result<()> {

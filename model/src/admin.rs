@@ -166,6 +166,37 @@ pub enum AdminCommand {
     /// Broker: move the POP records kept in the RocksDB KV store (`popConsumerKVServiceEnable`)
     /// to the revive topic's files (POP_ROLLBACK, `mqadmin exportPopRecord`).
     ExportPopRecords,
+    /// Broker: add an ACL 2.0 user (AUTH_CREATE_USER). `caller` is the user the request is
+    /// signed as (none without authentication): only a super user may create a super user.
+    CreateUser {
+        caller: Option<String>,
+        user: UserInfo,
+    },
+    /// Broker: change a user's password, type or status, whichever `user` sets
+    /// (AUTH_UPDATE_USER).
+    UpdateUser {
+        caller: Option<String>,
+        user: UserInfo,
+    },
+    /// Broker: remove a user (AUTH_DELETE_USER); a missing one is not an error.
+    DeleteUser {
+        caller: Option<String>,
+        username: String,
+    },
+    /// Broker: one user (AUTH_GET_USER).
+    GetUser { username: String },
+    /// Broker: the users whose name contains `filter` (AUTH_LIST_USER).
+    ListUsers { filter: Option<String> },
+}
+
+/// An ACL 2.0 user as operators see it (`UserInfo`): the type (`Super`, `Normal`) and status
+/// (`enable`, `disable`) by Java's names, any case; `None` where the request leaves them out.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct UserInfo {
+    pub username: String,
+    pub password: Option<String>,
+    pub user_type: Option<String>,
+    pub user_status: Option<String>,
 }
 
 /// An answer to an [`AdminCommand`].
@@ -225,6 +256,10 @@ pub enum AdminReply {
     /// A check started in the background (`CheckRocksdbCqWriteResult`, status
     /// `CHECK_IN_PROGRESS`): its result goes to the broker's log.
     CheckInProgress,
+    /// One user, or none when there is no such user (Java answers success without a body).
+    User(Option<UserInfo>),
+    /// Users sorted by name (an empty list has no body on the wire).
+    Users(Vec<UserInfo>),
 }
 
 /// The cold-read flow control's state (`ColdDataCgCtrService.getColdDataFlowCtrInfo`).

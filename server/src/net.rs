@@ -115,6 +115,16 @@ pub trait Service: Send + Sync + 'static {
         None
     }
 
+    /// ACL 2.0: whether [`Service::authenticate`] checks requests.
+    fn authenticates(&self) -> bool {
+        false
+    }
+
+    /// ACL 2.0: checks one request before it is decoded or handled; `Err` is the answer.
+    fn authenticate(&self, _access: &skiff_model::acl::AccessRequest) -> Result<(), Reply> {
+        Ok(())
+    }
+
     /// A handled request was answered (or, oneway, done): for `rocketmq_rpc_latency`.
     fn on_answered(&self, _answered: &Answered) {}
 }
@@ -466,9 +476,14 @@ async fn dispatch<S: Service>(
         }
         return;
     };
-    if let Some(acl) = service.access_control() {
+    let acl = service.access_control();
+    if acl.is_some() || service.authenticates() {
         let access = remoting::access_request(&command);
-        if let Err(refused) = acl.authorize(ctx.channel.peer().ip(), &access) {
+        let checked = match acl {
+            Some(acl) => acl.authorize(ctx.channel.peer().ip(), &access),
+            None => Ok(()),
+        };
+        if let Err(refused) = checked.and_then(|()| service.authenticate(&access)) {
             drop(permit);
             debug!(peer = %ctx.channel.peer(), code = command.code, "request refused by the ACL");
             if !command.is_oneway() {

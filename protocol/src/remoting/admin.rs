@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use skiff_model::admin::{
     AdminCommand, AdminReply, ClientConnection, ColdReadInfo, ConsumerConnections, HaStatus,
-    StatsData, StatsWindow,
+    StatsData, StatsWindow, UserInfo,
 };
 use std::collections::BTreeMap;
 
@@ -70,6 +70,11 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::GET_COLD_DATA_FLOW_CTR_INFO
             | code::SET_COMMITLOG_READ_MODE
             | code::POP_ROLLBACK
+            | code::AUTH_CREATE_USER
+            | code::AUTH_UPDATE_USER
+            | code::AUTH_DELETE_USER
+            | code::AUTH_GET_USER
+            | code::AUTH_LIST_USER
     )
 }
 
@@ -219,6 +224,28 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
             check_store_time: f.opt_num("checkStoreTime")?.unwrap_or(0),
         },
         code::POP_ROLLBACK => AdminCommand::ExportPopRecords,
+        // `CreateUserRequestHeader` and the rest have no required field: a blank name is the
+        // handler's error. The body is `UserInfo`; the header's name wins over the body's.
+        code::AUTH_CREATE_USER | code::AUTH_UPDATE_USER => {
+            let mut user = user_info_body(cmd)?;
+            user.username = f.opt_string("username").unwrap_or_default();
+            let caller = f.opt_string(super::access::ACCESS_KEY);
+            if cmd.code == code::AUTH_CREATE_USER {
+                AdminCommand::CreateUser { caller, user }
+            } else {
+                AdminCommand::UpdateUser { caller, user }
+            }
+        }
+        code::AUTH_DELETE_USER => AdminCommand::DeleteUser {
+            caller: f.opt_string(super::access::ACCESS_KEY),
+            username: f.opt_string("username").unwrap_or_default(),
+        },
+        code::AUTH_GET_USER => AdminCommand::GetUser {
+            username: f.opt_string("username").unwrap_or_default(),
+        },
+        code::AUTH_LIST_USER => AdminCommand::ListUsers {
+            filter: f.opt_string("filter"),
+        },
         other => unreachable!("is_admin_code admitted {other}"),
     })
 }
@@ -270,6 +297,11 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::ResetMasterFlushOffset { .. } => code::RESET_MASTER_FLUSH_OFFSET,
         AdminCommand::CheckRocksDbCqWriteProgress { .. } => code::CHECK_ROCKSDB_CQ_WRITE_PROGRESS,
         AdminCommand::ExportPopRecords => code::POP_ROLLBACK,
+        AdminCommand::CreateUser { .. } => code::AUTH_CREATE_USER,
+        AdminCommand::UpdateUser { .. } => code::AUTH_UPDATE_USER,
+        AdminCommand::DeleteUser { .. } => code::AUTH_DELETE_USER,
+        AdminCommand::GetUser { .. } => code::AUTH_GET_USER,
+        AdminCommand::ListUsers { .. } => code::AUTH_LIST_USER,
     }
 }
 
@@ -435,6 +467,17 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         } => {
             out.put("topic", topic)
                 .put("checkStoreTime", check_store_time);
+        }
+        // The caller is the signature's `AccessKey`, which the signing adds.
+        AdminCommand::CreateUser { user, .. } | AdminCommand::UpdateUser { user, .. } => {
+            out.put("username", &user.username);
+            cmd.body = Body::from(to_json(&UserInfoJson::from(user)).into_bytes());
+        }
+        AdminCommand::DeleteUser { username, .. } | AdminCommand::GetUser { username } => {
+            out.put("username", username);
+        }
+        AdminCommand::ListUsers { filter } => {
+            out.put_opt("filter", filter.as_ref());
         }
         AdminCommand::HaStatus
         | AdminCommand::ColdReadInfo
@@ -730,6 +773,17 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
         AdminReply::Done(remark) => cmd.remark = Some(remark),
         AdminReply::ColdReadInfo(info) => {
             cmd.body = Body::from(cold_read_info_json(&info).into_bytes());
+        }
+        AdminReply::User(user) => {
+            if let Some(user) = &user {
+                cmd.body = Body::from(to_json(&UserInfoJson::from(user)).into_bytes());
+            }
+        }
+        AdminReply::Users(users) => {
+            if !users.is_empty() {
+                let list: Vec<UserInfoJson> = users.iter().map(UserInfoJson::from).collect();
+                cmd.body = Body::from(to_json(&list).into_bytes());
+            }
         }
         // `CheckRocksdbCqWriteResult` with `CheckStatus.CHECK_IN_PROGRESS`.
         AdminReply::CheckInProgress => {
@@ -1174,6 +1228,42 @@ mod tests {
             (1, Some("busy"), &b"{}"[..])
         );
     }
+}
+
+/// `UserInfo`: fastjson leaves null fields out.
+#[derive(Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct UserInfoJson {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    password: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    user_status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    user_type: Option<String>,
+    #[serde(default)]
+    username: String,
+}
+
+impl From<&UserInfo> for UserInfoJson {
+    fn from(user: &UserInfo) -> Self {
+        UserInfoJson {
+            password: user.password.clone(),
+            user_status: user.user_status.clone(),
+            user_type: user.user_type.clone(),
+            username: user.username.clone(),
+        }
+    }
+}
+
+/// The `UserInfo` body of AUTH_CREATE_USER / AUTH_UPDATE_USER (Java fails on a missing one).
+fn user_info_body(cmd: &RemotingCommand) -> Result<UserInfo, ErrorReply> {
+    let info: UserInfoJson = json_body(cmd)?;
+    Ok(UserInfo {
+        username: info.username,
+        password: info.password,
+        user_type: info.user_type,
+        user_status: info.user_status,
+    })
 }
 
 /// `CheckRocksdbCqWriteResult` (its `checkResult` is null until the check ends).

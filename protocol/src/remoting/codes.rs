@@ -90,6 +90,11 @@ pub mod request {
     pub const GET_COLD_DATA_FLOW_CTR_INFO: i32 = 2003;
     pub const SET_COMMITLOG_READ_MODE: i32 = 2004;
     pub const POP_ROLLBACK: i32 = 200056;
+    pub const AUTH_CREATE_USER: i32 = 3001;
+    pub const AUTH_UPDATE_USER: i32 = 3002;
+    pub const AUTH_DELETE_USER: i32 = 3003;
+    pub const AUTH_GET_USER: i32 = 3004;
+    pub const AUTH_LIST_USER: i32 = 3005;
 }
 
 /// Response codes.

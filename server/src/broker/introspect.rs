@@ -11,6 +11,7 @@
 //! - offsets (INVOKE_BROKER_TO_RESET_OFFSET, CLONE_GROUP_OFFSET) and maintenance
 //!   (CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG, EXPORT_ROCKSDB_CONFIG_TO_JSON,
 //!   CHECK_ROCKSDB_CQ_WRITE_PROGRESS, RESET_MASTER_FLUSH_OFFSET, POP_ROLLBACK);
+//! - ACL 2.0 users (AUTH_CREATE_/UPDATE_/DELETE_/GET_/LIST_USER, see `auth`);
 //! - storage tuning: the cold-read flow control's tables (UPDATE_/REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
 //!   GET_COLD_DATA_FLOW_CTR_INFO) and CommitLog readahead (SET_COMMITLOG_READ_MODE);
 //! - what only a consumer knows, asked through its connection and relayed
@@ -31,11 +32,14 @@ use skiff_model::route::DataVersion;
 use skiff_protocol::remoting;
 use tracing::{debug, info, warn};
 
+use super::auth::AuthError;
 use super::BrokerState;
 use crate::net::{ClientRequestError, Handled};
 
 /// How long the broker waits for a client it asks on an operator's behalf (`callClient`).
 const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a user change waits for `config/users.json` to be written.
+const USERS_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long it waits for each consumer's status (`getConsumeStatus`).
 const CONSUMER_STATUS_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -86,6 +90,15 @@ pub(super) fn handle(state: &Arc<BrokerState>, command: AdminCommand) -> Handled
         AdminCommand::CleanUnusedTopic => clean_unused_topics(state),
         AdminCommand::CleanExpiredConsumeQueue => clean_expired_queues(state),
         AdminCommand::CreateTopicList(topics) => super::admin::create_topics(state, topics),
+        AdminCommand::CreateUser { caller, user } => {
+            change_users(state, move |users| users.create(caller.as_deref(), user))
+        }
+        AdminCommand::UpdateUser { caller, user } => {
+            change_users(state, move |users| users.update(caller.as_deref(), user))
+        }
+        AdminCommand::DeleteUser { caller, username } => change_users(state, move |users| {
+            users.delete(caller.as_deref(), &username)
+        }),
         AdminCommand::CreateSubscriptionGroupList(groups) => {
             Handled::Now(super::admin::create_subscription_groups(state, groups))
         }
@@ -123,6 +136,17 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
             offline,
         } => clone_group_offset(state, &src_group, &dest_group, &topic, offline),
         AdminCommand::ExportRocksDbConfig { config_types } => export_rocksdb_config(&config_types),
+        AdminCommand::GetUser { username } => match &state.users {
+            Some(users) => match users.get(&username) {
+                Ok(user) => Reply::Admin(AdminReply::User(user)),
+                Err(refused) => refused,
+            },
+            None => AuthError::System.into(),
+        },
+        AdminCommand::ListUsers { filter } => match &state.users {
+            Some(users) => Reply::Admin(AdminReply::Users(users.list(filter.as_deref()))),
+            None => AuthError::System.into(),
+        },
         AdminCommand::UpdateColdReadThresholds { properties } => {
             match state.cold_read_control.set_thresholds(&properties) {
                 Ok(skipped) => {
@@ -527,6 +551,32 @@ fn set_commit_log_read_ahead(state: &BrokerState, mode: i32) -> Reply {
             )
         }
     }
+}
+
+/// AUTH_CREATE_/UPDATE_/DELETE_USER: answered once `config/users.json` holds the change (Java's
+/// RocksDB write is done before it answers). Without a users store
+/// (`authenticationMetadataProvider`) Java's generic error.
+fn change_users(
+    state: &Arc<BrokerState>,
+    change: impl FnOnce(&super::auth::UserStore) -> Result<(), Reply>,
+) -> Handled {
+    let Some(users) = state.users.clone() else {
+        warn!("a user request, but authenticationMetadataProvider is not set: the broker has no users store");
+        return Handled::Now(AuthError::System.into());
+    };
+    if let Err(refused) = change(&users) {
+        return Handled::Now(refused);
+    }
+    Handled::Later(Box::pin(async move {
+        let written = tokio::task::spawn_blocking(move || users.flush(USERS_WRITE_TIMEOUT)).await;
+        match written {
+            Ok(true) => Reply::Success,
+            _ => Reply::error(
+                ErrorKind::SystemError,
+                "config/users.json could not be written; see the broker's log",
+            ),
+        }
+    }))
 }
 
 /// Keys UPDATE_BROKER_CONFIG refuses (Java's default `configBlackList`).

@@ -8,6 +8,7 @@
 //! connections, statistics from `traffic`, offset resets, questions passed on to a client).
 
 mod admin;
+mod auth;
 mod client;
 mod cold_read;
 mod config_file;
@@ -36,6 +37,10 @@ mod topics;
 mod traffic;
 mod transaction;
 mod uniq_id;
+
+pub(crate) use auth::{
+    LOCAL_AUTHENTICATION_METADATA_PROVIDER, LOCAL_AUTHORIZATION_METADATA_PROVIDER,
+};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -101,6 +106,10 @@ pub(crate) struct BrokerState {
     pop: pop::PopService,
     /// `aclEnable`: the accounts every request is checked against.
     acl: Option<Arc<crate::acl::AccessControl>>,
+    /// ACL 2.0 users (`authenticationMetadataProvider`), managed with the AUTH_*_USER codes.
+    users: Option<Arc<auth::UserStore>>,
+    /// `authenticationEnabled`: every request is signed by one of `users`.
+    authentication: Option<auth::Authentication>,
     /// `metricsExporterType=PROM`: what `/metrics` serves.
     metrics: Option<Arc<metrics::BrokerMetrics>>,
 }
@@ -136,6 +145,8 @@ impl BrokerState {
             name_servers: NameServerLink::new(&config),
             pop: pop::PopService::new(&config),
             acl: None,
+            users: None,
+            authentication: None,
             metrics: None,
             broker_addr,
             store_host,
@@ -157,6 +168,17 @@ impl BrokerState {
 impl Service for BrokerState {
     fn access_control(&self) -> Option<&crate::acl::AccessControl> {
         self.acl.as_deref()
+    }
+
+    fn authenticates(&self) -> bool {
+        self.authentication.is_some()
+    }
+
+    fn authenticate(&self, access: &skiff_model::acl::AccessRequest) -> Result<(), Reply> {
+        match &self.authentication {
+            Some(authentication) => authentication.check(access),
+            None => Ok(()),
+        }
     }
 
     fn handle(self: Arc<Self>, ctx: &RequestContext, request: Request) -> Handled {
@@ -383,6 +405,11 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::ResetMasterFlushOffset { .. } => "RESET_MASTER_FLUSH_OFFSET",
         AdminCommand::CheckRocksDbCqWriteProgress { .. } => "CHECK_ROCKSDB_CQ_WRITE_PROGRESS",
         AdminCommand::ExportPopRecords => "POP_ROLLBACK",
+        AdminCommand::CreateUser { .. } => "AUTH_CREATE_USER",
+        AdminCommand::UpdateUser { .. } => "AUTH_UPDATE_USER",
+        AdminCommand::DeleteUser { .. } => "AUTH_DELETE_USER",
+        AdminCommand::GetUser { .. } => "AUTH_GET_USER",
+        AdminCommand::ListUsers { .. } => "AUTH_LIST_USER",
     }
 }
 
@@ -471,12 +498,17 @@ impl Broker {
     /// Opens the store, binds the listener, registers with the name servers and starts serving.
     pub async fn start(config: BrokerConfig) -> anyhow::Result<Broker> {
         let tls = crate::tls::ServerTls::from_config(&config.tls, "broker")?;
-        let acl = crate::acl::start_for(
-            "broker",
-            crate::acl::Scope::Every,
-            config.acl_enable,
-            &config.acl_plain_file,
-        )?;
+        // With ACL 2.0 authentication on (never with ACL 1.0) there is no open-broker warning.
+        let acl = if config.authentication_enabled {
+            None
+        } else {
+            crate::acl::start_for(
+                "broker",
+                crate::acl::Scope::Every,
+                config.acl_enable,
+                &config.acl_plain_file,
+            )?
+        };
         let bind = SocketAddr::new(config.bind_address, config.listen_port);
         let listener = TcpListener::bind(bind).await.with_context(|| {
             format!("cannot listen on {bind}: is another broker running? choose another listenPort")
@@ -509,6 +541,13 @@ impl Broker {
             tokio::task::spawn_blocking(move || ScheduleService::start(&config, store)).await??
         };
 
+        let users = auth::UserStore::open(&config)
+            .context("cannot set up the ACL 2.0 users (initAuthenticationUser)")?
+            .map(Arc::new);
+        let authentication = auth::Authentication::new(&config, users.clone());
+        if authentication.is_some() {
+            info!(users_store = users.is_some(), "ACL 2.0 authentication on: every request must be signed by a user (AclClientRPCHook with the user name and password)");
+        }
         let mut state = BrokerState::new(
             config,
             broker_addr.clone(),
@@ -517,6 +556,8 @@ impl Broker {
             schedule,
         );
         state.acl = acl;
+        state.users = users;
+        state.authentication = authentication;
         let recovery = opening.elapsed();
         let state = Arc::new_cyclic(|weak| {
             if metrics_listener.is_some() {

@@ -181,6 +181,26 @@ pub struct BrokerConfig {
     /// `{"accessKey":"…","secretKey":"…"}`: the account this broker signs its own requests to
     /// name servers with (Java 5.x's `innerClientAuthenticationCredentials`).
     pub inner_client_authentication_credentials: Option<String>,
+    /// ACL 2.0 (Java 5.3's `authenticationEnabled`): every request must be signed by a known,
+    /// enabled user of the users store.
+    pub authentication_enabled: bool,
+    /// `authenticationProvider`: Java's `DefaultAuthenticationProvider`, the only one there is.
+    pub authentication_provider: Option<String>,
+    /// `authenticationMetadataProvider`: Java's `LocalAuthenticationMetadataProvider` gives the
+    /// broker a users store (`config/users.json`); without it every user request fails, as in Java.
+    pub authentication_metadata_provider: Option<String>,
+    /// `authenticationStrategy`: stateless (the default) or stateful; Skiff checks every request
+    /// either way.
+    pub authentication_strategy: Option<String>,
+    /// `authenticationWhitelist`: request codes answered without authentication, `"34,38"`.
+    pub authentication_whitelist: Option<String>,
+    /// `{"username":"…","password":"…"}`: a super user created at start if missing.
+    pub init_authentication_user: Option<String>,
+    /// ACL 2.0 authorization; not implemented, so only `false` is accepted.
+    pub authorization_enabled: bool,
+    /// `authorizationMetadataProvider`: Java's `LocalAuthorizationMetadataProvider` (its presence
+    /// decides how a user deletion is answered, as in Java).
+    pub authorization_metadata_provider: Option<String>,
     /// `PROM` serves Prometheus text at `/metrics` (Java's `metricsExporterType`).
     pub metrics_exporter_type: MetricsExporterType,
     /// Where `/metrics` listens; unset = the advertised IP (`brokerIP1`'s rule), as in Java.
@@ -281,6 +301,14 @@ impl Default for BrokerConfig {
             acl_enable: false,
             acl_plain_file: PathBuf::from("conf/plain_acl.yml"),
             inner_client_authentication_credentials: None,
+            authentication_enabled: false,
+            authentication_provider: None,
+            authentication_metadata_provider: None,
+            authentication_strategy: None,
+            authentication_whitelist: None,
+            init_authentication_user: None,
+            authorization_enabled: false,
+            authorization_metadata_provider: None,
             metrics_exporter_type: MetricsExporterType::Disable,
             metrics_prom_exporter_host: None,
             metrics_prom_exporter_port: 5557,
@@ -377,6 +405,14 @@ settings!(BrokerConfig {
     "aclEnable" => acl_enable,
     "rocketmq.acl.plain.file" => acl_plain_file,
     "innerClientAuthenticationCredentials" => inner_client_authentication_credentials vet inner_credentials,
+    "authenticationEnabled" => authentication_enabled,
+    "authenticationProvider" => authentication_provider vet authentication_provider_class,
+    "authenticationMetadataProvider" => authentication_metadata_provider vet authentication_metadata_class,
+    "authenticationStrategy" => authentication_strategy vet authentication_strategy_class,
+    "authenticationWhitelist" => authentication_whitelist vet request_code_list,
+    "initAuthenticationUser" => init_authentication_user vet init_user,
+    "authorizationEnabled" => authorization_enabled vet authorization_not_implemented,
+    "authorizationMetadataProvider" => authorization_metadata_provider vet authorization_metadata_class,
     "metricsExporterType" => metrics_exporter_type,
     "metricsPromExporterHost" => metrics_prom_exporter_host,
     "metricsPromExporterPort" => metrics_prom_exporter_port,
@@ -394,12 +430,109 @@ fn inner_credentials(value: Option<String>) -> Result<Option<String>, Rejection>
     Ok(value)
 }
 
+/// One of Java's class names for a setting, or nothing (blank is Java's default).
+fn one_of(value: Option<String>, classes: &[&str]) -> Result<Option<String>, Rejection> {
+    match value.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(class) if classes.contains(&class) => Ok(Some(class.to_string())),
+        Some(_) => Err(Rejection::Expected(format!(
+            "{} (the implementation Skiff has)",
+            classes.join(" or ")
+        ))),
+    }
+}
+
+fn authentication_provider_class(value: Option<String>) -> Result<Option<String>, Rejection> {
+    one_of(
+        value,
+        &["org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider"],
+    )
+}
+
+fn authentication_metadata_class(value: Option<String>) -> Result<Option<String>, Rejection> {
+    one_of(
+        value,
+        &[crate::broker::LOCAL_AUTHENTICATION_METADATA_PROVIDER],
+    )
+}
+
+fn authorization_metadata_class(value: Option<String>) -> Result<Option<String>, Rejection> {
+    one_of(
+        value,
+        &[crate::broker::LOCAL_AUTHORIZATION_METADATA_PROVIDER],
+    )
+}
+
+fn authentication_strategy_class(value: Option<String>) -> Result<Option<String>, Rejection> {
+    one_of(
+        value,
+        &[
+            "org.apache.rocketmq.auth.authentication.strategy.StatelessAuthenticationStrategy",
+            "org.apache.rocketmq.auth.authentication.strategy.StatefulAuthenticationStrategy",
+        ],
+    )
+}
+
+/// `authenticationWhitelist`: request codes separated by commas.
+fn request_code_list(value: Option<String>) -> Result<Option<String>, Rejection> {
+    if let Some(list) = &value {
+        for code in list.split(',').map(str::trim).filter(|c| !c.is_empty()) {
+            if code.parse::<i32>().is_err() {
+                return Err(Rejection::Expected(format!(
+                    "request codes separated by commas, e.g. 34,38 ({code:?} is not one)"
+                )));
+            }
+        }
+    }
+    Ok(value)
+}
+
+/// `initAuthenticationUser` must be the JSON object Java reads.
+fn init_user(value: Option<String>) -> Result<Option<String>, Rejection> {
+    if let Some(text) = &value {
+        let parsed: Result<serde_json::Value, _> = serde_json::from_str(text);
+        let ok = parsed.as_ref().is_ok_and(|v| {
+            v.get("username").and_then(|u| u.as_str()).is_some()
+                && v.get("password").and_then(|p| p.as_str()).is_some()
+        });
+        if !ok {
+            return Err(Rejection::Expected(
+                "a JSON object {\"username\":\"...\",\"password\":\"...\"}".into(),
+            ));
+        }
+    }
+    Ok(value)
+}
+
+fn authorization_not_implemented(enabled: bool) -> Result<bool, Rejection> {
+    if enabled {
+        return Err(Rejection::Expected(
+            "false: ACL 2.0 authorization (ACLs per user) is not implemented yet, and Skiff does not \
+             start open while the configuration promises it; use authenticationEnabled alone, or \
+             ACL 1.0 (aclEnable with plain_acl.yml)"
+                .into(),
+        ));
+    }
+    Ok(enabled)
+}
+
 impl BrokerConfig {
+    /// The request codes of `authenticationWhitelist`.
+    pub fn authentication_whitelist_codes(&self) -> Vec<i32> {
+        self.authentication_whitelist
+            .iter()
+            .flat_map(|list| list.split(','))
+            .filter_map(|code| code.trim().parse().ok())
+            .collect()
+    }
+
     /// Every key Skiff reads with its value in force, as GET_BROKER_CONFIG prints them; the
     /// inner client's credentials are left out (Java prints them to any caller).
     pub fn java_properties(&self) -> Vec<(&'static str, String)> {
         let mut values = super::Settings::values(self);
-        values.retain(|(key, _)| *key != "innerClientAuthenticationCredentials");
+        values.retain(|(key, _)| {
+            *key != "innerClientAuthenticationCredentials" && *key != "initAuthenticationUser"
+        });
         values
     }
 
@@ -448,6 +581,14 @@ impl BrokerConfig {
                     "{} must be smaller than frameMaxLength ({}), or such messages cannot arrive",
                     self.max_message_size, self.frame_max_length
                 ),
+            );
+        }
+        if self.acl_enable && self.authentication_enabled {
+            return invalid(
+                "authenticationEnabled",
+                "ACL 1.0 (aclEnable) and ACL 2.0 (authenticationEnabled) cannot both be on: \
+                 choose one (Apache 5.3 has only ACL 2.0)"
+                    .into(),
             );
         }
         if self.listen_port != 0 && self.ha_listen_port == Some(self.listen_port) {

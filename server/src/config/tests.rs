@@ -433,6 +433,51 @@ fn acl_settings_have_javas_names() {
 }
 
 #[test]
+fn acl_2_authentication_keys_as_apache_5_3_writes_them() {
+    let c = load(
+        "broker.conf",
+        "authenticationEnabled=true\n\
+         authenticationProvider=org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider\n\
+         authenticationMetadataProvider=org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider\n\
+         authenticationWhitelist=34, 38\n\
+         initAuthenticationUser={\"username\":\"rocketmq\",\"password\":\"12345678\"}\n",
+    )
+    .unwrap();
+    assert!(c.authentication_enabled);
+    assert_eq!(c.authentication_whitelist_codes(), vec![34, 38]);
+    assert!(c.init_authentication_user.is_some());
+    assert!(
+        !c.java_properties()
+            .iter()
+            .any(|(k, _)| *k == "initAuthenticationUser"),
+        "the start-up user's password is not shown"
+    );
+    for (text, key) in [
+        (
+            "authenticationMetadataProvider=com.example.Ldap\n",
+            "authenticationMetadataProvider",
+        ),
+        (
+            "authenticationWhitelist=34,heartbeat\n",
+            "authenticationWhitelist",
+        ),
+        (
+            "initAuthenticationUser=rocketmq:12345678\n",
+            "initAuthenticationUser",
+        ),
+        // Not implemented: refused rather than started open.
+        ("authorizationEnabled=true\n", "authorizationEnabled"),
+        (
+            "aclEnable=true\nauthenticationEnabled=true\n",
+            "authenticationEnabled",
+        ),
+    ] {
+        let e = load_err("broker.conf", text);
+        assert!(e.contains(key), "{text}: {e}");
+    }
+}
+
+#[test]
 fn metrics_keys_as_java_names_them() {
     let c = BrokerConfig::default();
     assert_eq!(c.metrics_exporter_type, MetricsExporterType::Disable);

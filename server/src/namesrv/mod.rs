@@ -202,6 +202,11 @@ impl NameServerService {
             | AdminCommand::ResetMasterFlushOffset { .. }
             | AdminCommand::CheckRocksDbCqWriteProgress { .. }
             | AdminCommand::ExportPopRecords
+            | AdminCommand::CreateUser { .. }
+            | AdminCommand::UpdateUser { .. }
+            | AdminCommand::DeleteUser { .. }
+            | AdminCommand::GetUser { .. }
+            | AdminCommand::ListUsers { .. }
             | AdminCommand::UpdateBrokerConfig { .. }
             | AdminCommand::ConsumerStatus { .. }
             | AdminCommand::ConsumerStatusFromClient { .. }
