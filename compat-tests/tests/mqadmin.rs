@@ -24,8 +24,9 @@
 //! Broker requests go over the VIP channel (port - 2).
 //!
 //! With ACL 2.0 authentication on, a target of its own: `createUser`, `updateUser`, `deleteUser`,
-//! `getUser`, `listUser` and `copyUser` (68 of the 89 in all), and the refusals of requests not
-//! signed by a known, enabled user.
+//! `getUser`, `listUser`, `copyUser`, `createAcl`, `updateAcl`, `deleteAcl`, `getAcl`, `listAcl`
+//! and `copyAcl` (74 of the 89 in all), and the refusals of requests not signed by a known,
+//! enabled user.
 //!
 //! Each JVM runs a batch of commands (`java/tools/MqAdminBatch.java` calls `MQAdminStartup.main`
 //! once per command; it does not exit). Reference run:
@@ -299,6 +300,89 @@ fn users(target: &Target) -> Result<()> {
             "carol-pass-1",
         ]),
         user(&["updateUser", "-b", &broker, "-u", "carol", "-s", "disable"]),
+        // 14: ACLs of a user that does not exist yet, then does.
+        user(&[
+            "createAcl",
+            "-b",
+            &broker,
+            "-s",
+            "User:dave",
+            "-r",
+            "Topic:orders",
+            "-a",
+            "Pub",
+            "-d",
+            "Allow",
+        ]),
+        user(&[
+            "createUser",
+            "-b",
+            &broker,
+            "-u",
+            "dave",
+            "-p",
+            "dave-pass-1",
+        ]),
+        user(&[
+            "createAcl",
+            "-b",
+            &broker,
+            "-s",
+            "User:dave",
+            "-r",
+            "Topic:orders,Group:billing*",
+            "-a",
+            "Pub,Sub",
+            "-i",
+            "10.0.0.0/8",
+            "-d",
+            "Allow",
+        ]),
+        user(&["getAcl", "-b", &broker, "-s", "User:dave"]),
+        user(&[
+            "updateAcl",
+            "-b",
+            &broker,
+            "-s",
+            "User:dave",
+            "-r",
+            "Topic:orders",
+            "-a",
+            "Sub",
+            "-d",
+            "Deny",
+        ]),
+        user(&["listAcl", "-b", &broker, "-s", "dave"]),
+        // 20
+        user(&["listAcl", "-c", "DefaultCluster", "-r", "billing"]),
+        user(&[
+            "createAcl",
+            "-b",
+            &broker,
+            "-s",
+            "User:dave",
+            "-r",
+            "Topic:x",
+            "-a",
+            "Pub",
+            "-i",
+            "10.0.0.*",
+            "-d",
+            "Allow",
+        ]),
+        user(&["copyAcl", "-f", &broker, "-t", &broker, "-s", "User:dave"]),
+        user(&[
+            "deleteAcl",
+            "-b",
+            &broker,
+            "-s",
+            "User:dave",
+            "-r",
+            "Topic:orders",
+        ]),
+        user(&["getAcl", "-b", &broker, "-s", "User:dave"]),
+        user(&["deleteAcl", "-b", &broker, "-s", "User:dave"]),
+        user(&["getAcl", "-b", &broker, "-s", "User:dave"]),
     ];
     let out = mqadmin(target, "users", &commands)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -380,6 +464,8 @@ fn users(target: &Target) -> Result<()> {
         &["update user to BROKER success."],
     )?;
 
+    acls(&out[14..])?;
+
     // The broker's answers to requests it does not authenticate.
     let wait = Duration::from_secs(5);
     let body = remoting::empty_heartbeat();
@@ -415,6 +501,103 @@ fn users(target: &Target) -> Result<()> {
                 "heartbeat signed by {credentials:?}: expected {want_code} {want_remark:?}, got {got_code} {got_remark:?}"
             );
         }
+    }
+    Ok(())
+}
+
+/// The rows of `getAcl` / `listAcl` (`#Subject  #PolicyType  #Resource  #Actions  #SourceIp
+/// #Decision`): subject, policy type, resource, and the rest of the line with single spaces.
+fn acl_rows(output: &str) -> Vec<(String, String, String, String)> {
+    output
+        .lines()
+        .filter(|l| l.starts_with("User:"))
+        .map(|l| {
+            let words: Vec<&str> = l.split_whitespace().collect();
+            let rest = words.get(3..).unwrap_or_default().join(" ");
+            (
+                words[0].to_string(),
+                words.get(1).unwrap_or(&"").to_string(),
+                words.get(2).unwrap_or(&"").to_string(),
+                rest,
+            )
+        })
+        .collect()
+}
+
+/// The ACL commands' outputs, from `createAcl` for a user that does not exist on.
+fn acls(out: &[String]) -> Result<()> {
+    if !out[0].contains("CODE: 16  DESC: The subject of User:dave is not exist.") {
+        bail!(
+            "createAcl for no user: expected NO_PERMISSION in:\n{}",
+            out[0]
+        );
+    }
+    expect(
+        "createUser dave",
+        &out[1],
+        &["create user to BROKER success."],
+    )?;
+    expect("createAcl", &out[2], &["create acl to BROKER success."])?;
+    expect(
+        "getAcl",
+        &out[3],
+        &[
+            "#Subject",
+            "#PolicyType",
+            "#Resource",
+            "#Actions",
+            "#SourceIp",
+            "#Decision",
+        ],
+    )?;
+    let custom = |resource: &str, rest: &str| {
+        (
+            "User:dave".to_string(),
+            "Custom".to_string(),
+            resource.to_string(),
+            rest.to_string(),
+        )
+    };
+    let created = vec![
+        custom("Topic:orders", "[Pub, Sub] [10.0.0.0/8] Allow"),
+        custom("Group:billing*", "[Pub, Sub] [10.0.0.0/8] Allow"),
+    ];
+    if acl_rows(&out[3]) != created {
+        bail!("getAcl: {:?} in:\n{}", acl_rows(&out[3]), out[3]);
+    }
+    expect("updateAcl", &out[4], &["update acl to BROKER success."])?;
+    let updated = vec![
+        custom("Topic:orders", "[Sub] null Deny"),
+        custom("Group:billing*", "[Pub, Sub] [10.0.0.0/8] Allow"),
+    ];
+    if acl_rows(&out[5]) != updated {
+        bail!("listAcl -s: {:?} in:\n{}", acl_rows(&out[5]), out[5]);
+    }
+    if acl_rows(&out[6]) != updated[1..] {
+        bail!("listAcl -r: {:?} in:\n{}", acl_rows(&out[6]), out[6]);
+    }
+    if !out[7].contains("CODE: 16  DESC: The source ip is invalid.") {
+        bail!(
+            "createAcl with 10.0.0.*: expected NO_PERMISSION in:\n{}",
+            out[7]
+        );
+    }
+    expect(
+        "copyAcl",
+        &out[8],
+        &["copy acl of User:dave from BROKER to BROKER success."],
+    )?;
+    expect("deleteAcl -r", &out[9], &["delete acl to BROKER success."])?;
+    if acl_rows(&out[10]) != updated[1..] {
+        bail!(
+            "getAcl after deleteAcl -r: {:?} in:\n{}",
+            acl_rows(&out[10]),
+            out[10]
+        );
+    }
+    expect("deleteAcl", &out[11], &["delete acl to BROKER success."])?;
+    if !acl_rows(&out[12]).is_empty() || out[12].contains("Exception") {
+        bail!("getAcl after deleteAcl: expected nothing in:\n{}", out[12]);
     }
     Ok(())
 }

@@ -187,6 +187,55 @@ pub enum AdminCommand {
     GetUser { username: String },
     /// Broker: the users whose name contains `filter` (AUTH_LIST_USER).
     ListUsers { filter: Option<String> },
+    /// Broker: add policies to a subject's ACL, or change the entries of the same resources
+    /// (AUTH_CREATE_ACL; AUTH_UPDATE_ACL does the same in Java). `subject` is the header's,
+    /// used when the body names none.
+    CreateAcl {
+        subject: String,
+        acl: Option<AclInfo>,
+        update: bool,
+    },
+    /// Broker: remove one resource's entry of a subject's ACL, or the whole ACL without a
+    /// resource (AUTH_DELETE_ACL).
+    DeleteAcl {
+        subject: String,
+        policy_type: Option<String>,
+        resource: Option<String>,
+    },
+    /// Broker: a subject's ACL (AUTH_GET_ACL).
+    GetAcl { subject: Option<String> },
+    /// Broker: the ACLs whose subject contains `subject_filter`, with the entries whose resource
+    /// contains `resource_filter` (AUTH_LIST_ACL).
+    ListAcls {
+        subject_filter: Option<String>,
+        resource_filter: Option<String>,
+    },
+}
+
+/// An ACL 2.0 access control list as operators write it (`AclInfo`): the subject
+/// (`User:alice`) and its policies. Names are Java's (`Custom`, `Pub`, `Allow`, `Topic:orders`),
+/// any case; `None` where the request leaves a field out.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AclInfo {
+    pub subject: Option<String>,
+    pub policies: Option<Vec<PolicyInfo>>,
+}
+
+/// `PolicyInfo`: `Custom` or `Default` policies and their entries.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PolicyInfo {
+    pub policy_type: Option<String>,
+    pub entries: Option<Vec<PolicyEntryInfo>>,
+}
+
+/// `PolicyEntryInfo`: a resource (`*`, `Topic:t`, `Group:g*`), the actions allowed or denied on
+/// it, from which addresses (IPs or CIDRs; none = any), and the decision.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PolicyEntryInfo {
+    pub resource: Option<String>,
+    pub actions: Option<Vec<String>>,
+    pub source_ips: Option<Vec<String>>,
+    pub decision: Option<String>,
 }
 
 /// An ACL 2.0 user as operators see it (`UserInfo`): the type (`Super`, `Normal`) and status
@@ -260,6 +309,10 @@ pub enum AdminReply {
     User(Option<UserInfo>),
     /// Users sorted by name (an empty list has no body on the wire).
     Users(Vec<UserInfo>),
+    /// A subject's ACL, or none (success without a body).
+    Acl(Option<AclInfo>),
+    /// ACLs sorted by subject (an empty list has no body).
+    Acls(Vec<AclInfo>),
 }
 
 /// The cold-read flow control's state (`ColdDataCgCtrService.getColdDataFlowCtrInfo`).

@@ -8,8 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 use skiff_model::admin::{
-    AdminCommand, AdminReply, ClientConnection, ColdReadInfo, ConsumerConnections, HaStatus,
-    StatsData, StatsWindow, UserInfo,
+    AclInfo, AdminCommand, AdminReply, ClientConnection, ColdReadInfo, ConsumerConnections,
+    HaStatus, PolicyEntryInfo, PolicyInfo, StatsData, StatsWindow, UserInfo,
 };
 use std::collections::BTreeMap;
 
@@ -75,6 +75,11 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::AUTH_DELETE_USER
             | code::AUTH_GET_USER
             | code::AUTH_LIST_USER
+            | code::AUTH_CREATE_ACL
+            | code::AUTH_UPDATE_ACL
+            | code::AUTH_DELETE_ACL
+            | code::AUTH_GET_ACL
+            | code::AUTH_LIST_ACL
     )
 }
 
@@ -246,6 +251,24 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
         code::AUTH_LIST_USER => AdminCommand::ListUsers {
             filter: f.opt_string("filter"),
         },
+        // A missing or empty body is the handler's error, as in Java.
+        code::AUTH_CREATE_ACL | code::AUTH_UPDATE_ACL => AdminCommand::CreateAcl {
+            subject: f.opt_string("subject").unwrap_or_default(),
+            acl: acl_info_body(cmd)?,
+            update: cmd.code == code::AUTH_UPDATE_ACL,
+        },
+        code::AUTH_DELETE_ACL => AdminCommand::DeleteAcl {
+            subject: f.opt_string("subject").unwrap_or_default(),
+            policy_type: f.opt_string("policyType"),
+            resource: f.opt_string("resource"),
+        },
+        code::AUTH_GET_ACL => AdminCommand::GetAcl {
+            subject: f.opt_string("subject"),
+        },
+        code::AUTH_LIST_ACL => AdminCommand::ListAcls {
+            subject_filter: f.opt_string("subjectFilter"),
+            resource_filter: f.opt_string("resourceFilter"),
+        },
         other => unreachable!("is_admin_code admitted {other}"),
     })
 }
@@ -302,6 +325,11 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::DeleteUser { .. } => code::AUTH_DELETE_USER,
         AdminCommand::GetUser { .. } => code::AUTH_GET_USER,
         AdminCommand::ListUsers { .. } => code::AUTH_LIST_USER,
+        AdminCommand::CreateAcl { update: false, .. } => code::AUTH_CREATE_ACL,
+        AdminCommand::CreateAcl { update: true, .. } => code::AUTH_UPDATE_ACL,
+        AdminCommand::DeleteAcl { .. } => code::AUTH_DELETE_ACL,
+        AdminCommand::GetAcl { .. } => code::AUTH_GET_ACL,
+        AdminCommand::ListAcls { .. } => code::AUTH_LIST_ACL,
     }
 }
 
@@ -478,6 +506,31 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         }
         AdminCommand::ListUsers { filter } => {
             out.put_opt("filter", filter.as_ref());
+        }
+        AdminCommand::CreateAcl { subject, acl, .. } => {
+            out.put("subject", subject);
+            if let Some(acl) = acl {
+                cmd.body = Body::from(to_json(&AclInfoJson::from(acl)).into_bytes());
+            }
+        }
+        AdminCommand::DeleteAcl {
+            subject,
+            policy_type,
+            resource,
+        } => {
+            out.put("subject", subject)
+                .put_opt("policyType", policy_type.as_ref())
+                .put_opt("resource", resource.as_ref());
+        }
+        AdminCommand::GetAcl { subject } => {
+            out.put_opt("subject", subject.as_ref());
+        }
+        AdminCommand::ListAcls {
+            subject_filter,
+            resource_filter,
+        } => {
+            out.put_opt("subjectFilter", subject_filter.as_ref())
+                .put_opt("resourceFilter", resource_filter.as_ref());
         }
         AdminCommand::HaStatus
         | AdminCommand::ColdReadInfo
@@ -779,6 +832,17 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
                 cmd.body = Body::from(to_json(&UserInfoJson::from(user)).into_bytes());
             }
         }
+        AdminReply::Acl(acl) => {
+            if let Some(acl) = &acl {
+                cmd.body = Body::from(to_json(&AclInfoJson::from(acl)).into_bytes());
+            }
+        }
+        AdminReply::Acls(acls) => {
+            if !acls.is_empty() {
+                let list: Vec<AclInfoJson> = acls.iter().map(AclInfoJson::from).collect();
+                cmd.body = Body::from(to_json(&list).into_bytes());
+            }
+        }
         AdminReply::Users(users) => {
             if !users.is_empty() {
                 let list: Vec<UserInfoJson> = users.iter().map(UserInfoJson::from).collect();
@@ -1009,6 +1073,47 @@ mod tests {
             AdminCommand::RemoveColdReadThreshold { group: "g".into() },
             AdminCommand::ColdReadInfo,
             AdminCommand::ExportPopRecords,
+            AdminCommand::CreateUser {
+                caller: None,
+                user: UserInfo {
+                    username: "alice".into(),
+                    password: Some("pw".into()),
+                    user_type: Some("Normal".into()),
+                    user_status: None,
+                },
+            },
+            AdminCommand::DeleteUser {
+                caller: None,
+                username: "alice".into(),
+            },
+            AdminCommand::ListUsers {
+                filter: Some("al".into()),
+            },
+            AdminCommand::CreateAcl {
+                subject: "User:alice".into(),
+                acl: Some(AclInfo {
+                    subject: Some("User:alice".into()),
+                    policies: Some(vec![PolicyInfo {
+                        policy_type: Some("Custom".into()),
+                        entries: Some(vec![PolicyEntryInfo {
+                            resource: Some("Topic:t".into()),
+                            actions: Some(vec!["Pub".into()]),
+                            source_ips: None,
+                            decision: Some("Allow".into()),
+                        }]),
+                    }]),
+                }),
+                update: true,
+            },
+            AdminCommand::DeleteAcl {
+                subject: "User:alice".into(),
+                policy_type: None,
+                resource: Some("Topic:t".into()),
+            },
+            AdminCommand::ListAcls {
+                subject_filter: None,
+                resource_filter: Some("Topic".into()),
+            },
             AdminCommand::SetCommitLogReadAhead { mode: 1 },
             AdminCommand::ResetMasterFlushOffset { offset: 42 },
             AdminCommand::CheckRocksDbCqWriteProgress {
@@ -1253,6 +1358,102 @@ impl From<&UserInfo> for UserInfoJson {
             username: user.username.clone(),
         }
     }
+}
+
+/// `AclInfo`, `PolicyInfo`, `PolicyEntryInfo`: fastjson leaves null fields out and writes the
+/// rest in name order.
+#[derive(Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct AclInfoJson {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    policies: Option<Vec<PolicyInfoJson>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subject: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct PolicyInfoJson {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    entries: Option<Vec<PolicyEntryInfoJson>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    policy_type: Option<String>,
+}
+
+#[derive(Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct PolicyEntryInfoJson {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    actions: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    decision: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    resource: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    source_ips: Option<Vec<String>>,
+}
+
+impl From<&AclInfo> for AclInfoJson {
+    fn from(acl: &AclInfo) -> Self {
+        AclInfoJson {
+            subject: acl.subject.clone(),
+            policies: acl.policies.as_ref().map(|policies| {
+                policies
+                    .iter()
+                    .map(|p| PolicyInfoJson {
+                        policy_type: p.policy_type.clone(),
+                        entries: p.entries.as_ref().map(|entries| {
+                            entries
+                                .iter()
+                                .map(|e| PolicyEntryInfoJson {
+                                    actions: e.actions.clone(),
+                                    decision: e.decision.clone(),
+                                    resource: e.resource.clone(),
+                                    source_ips: e.source_ips.clone(),
+                                })
+                                .collect()
+                        }),
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+impl From<AclInfoJson> for AclInfo {
+    fn from(acl: AclInfoJson) -> Self {
+        AclInfo {
+            subject: acl.subject,
+            policies: acl.policies.map(|policies| {
+                policies
+                    .into_iter()
+                    .map(|p| PolicyInfo {
+                        policy_type: p.policy_type,
+                        entries: p.entries.map(|entries| {
+                            entries
+                                .into_iter()
+                                .map(|e| PolicyEntryInfo {
+                                    resource: e.resource,
+                                    actions: e.actions,
+                                    source_ips: e.source_ips,
+                                    decision: e.decision,
+                                })
+                                .collect()
+                        }),
+                    })
+                    .collect()
+            }),
+        }
+    }
+}
+
+/// The `AclInfo` body of AUTH_CREATE_ACL / AUTH_UPDATE_ACL; none when the body is empty.
+fn acl_info_body(cmd: &RemotingCommand) -> Result<Option<AclInfo>, ErrorReply> {
+    if cmd.body.to_bytes().is_empty() {
+        return Ok(None);
+    }
+    let acl: AclInfoJson = json_body(cmd)?;
+    Ok(Some(acl.into()))
 }
 
 /// The `UserInfo` body of AUTH_CREATE_USER / AUTH_UPDATE_USER (Java fails on a missing one).

@@ -95,6 +95,11 @@ pub mod request {
     pub const AUTH_DELETE_USER: i32 = 3003;
     pub const AUTH_GET_USER: i32 = 3004;
     pub const AUTH_LIST_USER: i32 = 3005;
+    pub const AUTH_CREATE_ACL: i32 = 3006;
+    pub const AUTH_UPDATE_ACL: i32 = 3007;
+    pub const AUTH_DELETE_ACL: i32 = 3008;
+    pub const AUTH_GET_ACL: i32 = 3009;
+    pub const AUTH_LIST_ACL: i32 = 3010;
 }
 
 /// Response codes.

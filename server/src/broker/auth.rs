@@ -201,6 +201,10 @@ impl UserStore {
         Ok(Some(store))
     }
 
+    pub(crate) fn exists(&self, username: &str) -> bool {
+        self.users.read().users.contains_key(username)
+    }
+
     fn find(&self, username: &str) -> Option<User> {
         self.users.read().users.get(username).cloned()
     }

@@ -11,7 +11,8 @@
 //! - offsets (INVOKE_BROKER_TO_RESET_OFFSET, CLONE_GROUP_OFFSET) and maintenance
 //!   (CLEAN_UNUSED_TOPIC, DELETE_EXPIRED_COMMITLOG, EXPORT_ROCKSDB_CONFIG_TO_JSON,
 //!   CHECK_ROCKSDB_CQ_WRITE_PROGRESS, RESET_MASTER_FLUSH_OFFSET, POP_ROLLBACK);
-//! - ACL 2.0 users (AUTH_CREATE_/UPDATE_/DELETE_/GET_/LIST_USER, see `auth`);
+//! - ACL 2.0 users (AUTH_CREATE_/UPDATE_/DELETE_/GET_/LIST_USER, see `auth`) and ACLs
+//!   (AUTH_CREATE_/UPDATE_/DELETE_/GET_/LIST_ACL, see `acls`);
 //! - storage tuning: the cold-read flow control's tables (UPDATE_/REMOVE_COLD_DATA_FLOW_CTR_CONFIG,
 //!   GET_COLD_DATA_FLOW_CTR_INFO) and CommitLog readahead (SET_COMMITLOG_READ_MODE);
 //! - what only a consumer knows, asked through its connection and relayed
@@ -96,8 +97,25 @@ pub(super) fn handle(state: &Arc<BrokerState>, command: AdminCommand) -> Handled
         AdminCommand::UpdateUser { caller, user } => {
             change_users(state, move |users| users.update(caller.as_deref(), user))
         }
-        AdminCommand::DeleteUser { caller, username } => change_users(state, move |users| {
-            users.delete(caller.as_deref(), &username)
+        AdminCommand::DeleteUser { caller, username } => {
+            let acls = state.acls.clone();
+            change_users(state, move |users| {
+                users.delete(caller.as_deref(), &username)?;
+                if let Some(acls) = &acls {
+                    acls.remove_user(&username);
+                }
+                Ok(())
+            })
+        }
+        AdminCommand::CreateAcl { subject, acl, .. } => {
+            change_acls(state, move |users, acls| acls.create(users, &subject, acl))
+        }
+        AdminCommand::DeleteAcl {
+            subject,
+            policy_type,
+            resource,
+        } => change_acls(state, move |users, acls| {
+            acls.delete(users, &subject, policy_type.as_deref(), resource.as_deref())
         }),
         AdminCommand::CreateSubscriptionGroupList(groups) => {
             Handled::Now(super::admin::create_subscription_groups(state, groups))
@@ -141,6 +159,22 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
                 Ok(user) => Reply::Admin(AdminReply::User(user)),
                 Err(refused) => refused,
             },
+            None => AuthError::System.into(),
+        },
+        AdminCommand::GetAcl { subject } => match (&state.users, &state.acls) {
+            (Some(users), Some(acls)) => match acls.get(users, subject.as_deref()) {
+                Ok(acl) => Reply::Admin(AdminReply::Acl(acl)),
+                Err(refused) => refused,
+            },
+            _ => AuthError::System.into(),
+        },
+        AdminCommand::ListAcls {
+            subject_filter,
+            resource_filter,
+        } => match &state.acls {
+            Some(acls) => Reply::Admin(AdminReply::Acls(
+                acls.list(subject_filter.as_deref(), resource_filter.as_deref()),
+            )),
             None => AuthError::System.into(),
         },
         AdminCommand::ListUsers { filter } => match &state.users {
@@ -574,6 +608,31 @@ fn change_users(
             _ => Reply::error(
                 ErrorKind::SystemError,
                 "config/users.json could not be written; see the broker's log",
+            ),
+        }
+    }))
+}
+
+/// AUTH_CREATE_/UPDATE_/DELETE_ACL: answered once `config/acls.json` holds the change. Both
+/// stores are needed (an ACL's subject must be a user), or Java's generic error.
+fn change_acls(
+    state: &Arc<BrokerState>,
+    change: impl FnOnce(&super::auth::UserStore, &super::acls::AclStore) -> Result<(), Reply>,
+) -> Handled {
+    let (Some(users), Some(acls)) = (state.users.clone(), state.acls.clone()) else {
+        warn!("an ACL request, but authenticationMetadataProvider or authorizationMetadataProvider is not set");
+        return Handled::Now(AuthError::System.into());
+    };
+    if let Err(refused) = change(&users, &acls) {
+        return Handled::Now(refused);
+    }
+    Handled::Later(Box::pin(async move {
+        let written = tokio::task::spawn_blocking(move || acls.flush(USERS_WRITE_TIMEOUT)).await;
+        match written {
+            Ok(true) => Reply::Success,
+            _ => Reply::error(
+                ErrorKind::SystemError,
+                "config/acls.json could not be written; see the broker's log",
             ),
         }
     }))

@@ -7,6 +7,7 @@
 //! membership), `queries` (offsets and timestamps), `admin`, and `introspect` (what operators ask:
 //! connections, statistics from `traffic`, offset resets, questions passed on to a client).
 
+mod acls;
 mod admin;
 mod auth;
 mod client;
@@ -108,6 +109,8 @@ pub(crate) struct BrokerState {
     acl: Option<Arc<crate::acl::AccessControl>>,
     /// ACL 2.0 users (`authenticationMetadataProvider`), managed with the AUTH_*_USER codes.
     users: Option<Arc<auth::UserStore>>,
+    /// ACL 2.0 ACLs (`authorizationMetadataProvider`), managed with the AUTH_*_ACL codes.
+    acls: Option<Arc<acls::AclStore>>,
     /// `authenticationEnabled`: every request is signed by one of `users`.
     authentication: Option<auth::Authentication>,
     /// `metricsExporterType=PROM`: what `/metrics` serves.
@@ -146,6 +149,7 @@ impl BrokerState {
             pop: pop::PopService::new(&config),
             acl: None,
             users: None,
+            acls: None,
             authentication: None,
             metrics: None,
             broker_addr,
@@ -410,6 +414,11 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::DeleteUser { .. } => "AUTH_DELETE_USER",
         AdminCommand::GetUser { .. } => "AUTH_GET_USER",
         AdminCommand::ListUsers { .. } => "AUTH_LIST_USER",
+        AdminCommand::CreateAcl { update: false, .. } => "AUTH_CREATE_ACL",
+        AdminCommand::CreateAcl { update: true, .. } => "AUTH_UPDATE_ACL",
+        AdminCommand::DeleteAcl { .. } => "AUTH_DELETE_ACL",
+        AdminCommand::GetAcl { .. } => "AUTH_GET_ACL",
+        AdminCommand::ListAcls { .. } => "AUTH_LIST_ACL",
     }
 }
 
@@ -557,6 +566,7 @@ impl Broker {
         );
         state.acl = acl;
         state.users = users;
+        state.acls = acls::AclStore::open(&state.config).map(Arc::new);
         state.authentication = authentication;
         let recovery = opening.elapsed();
         let state = Arc::new_cyclic(|weak| {

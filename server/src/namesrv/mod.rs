@@ -207,6 +207,10 @@ impl NameServerService {
             | AdminCommand::DeleteUser { .. }
             | AdminCommand::GetUser { .. }
             | AdminCommand::ListUsers { .. }
+            | AdminCommand::CreateAcl { .. }
+            | AdminCommand::DeleteAcl { .. }
+            | AdminCommand::GetAcl { .. }
+            | AdminCommand::ListAcls { .. }
             | AdminCommand::UpdateBrokerConfig { .. }
             | AdminCommand::ConsumerStatus { .. }
             | AdminCommand::ConsumerStatusFromClient { .. }
