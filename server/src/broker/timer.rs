@@ -220,6 +220,8 @@ struct Open {
     /// The delete keys (`REAL_TOPIC+UNIQ_KEY`) of the tick's delete markers: messages of the
     /// tick with one of these are not delivered.
     deleted: HashSet<String>,
+    /// Some of the tick's messages were delivered (the checkpoint only records whole ticks).
+    delivered: bool,
 }
 
 /// `TimerMessageStore.buildDeleteKey`: how a delete marker names the message it cancels.
@@ -290,6 +292,14 @@ impl Timer {
                 self.flush(now);
             }
             if !read_more && !deliver_more {
+                std::thread::park_timeout(self.sleep(now_millis()));
+            }
+        }
+        // The checkpoint records whole ticks: stopping inside a tick some of whose messages went
+        // out would deliver them again after the restart. So that tick is finished first, each
+        // message at its time (at most one tick, `timerPrecisionMs`).
+        if self.open.as_ref().is_some_and(|open| open.delivered) {
+            while !self.finish_open_tick(now_millis()) {
                 std::thread::park_timeout(self.sleep(now_millis()));
             }
         }
@@ -429,6 +439,7 @@ impl Timer {
             }
             let open = self.open.as_mut().expect("opened above");
             let due = open.tick.take_due(now_ms);
+            open.delivered |= !due.is_empty();
             for pending in due {
                 self.deliver_pending(&pending, now_ms);
             }
@@ -440,6 +451,7 @@ impl Timer {
             if let Some(from) = open.stream_from {
                 let (units, next) = self.files.walk(slot_ms, from, BATCH);
                 open.stream_from = next;
+                open.delivered = true;
                 for unit in units {
                     self.deliver_unit(&unit, now_ms);
                 }
@@ -457,6 +469,34 @@ impl Timer {
         }
     }
 
+    /// At a stop: delivers what of the open tick is due and, once the tick is over, the rest of
+    /// a streamed one, then closes it without opening the next. True once closed.
+    fn finish_open_tick(&mut self, now_ms: i64) -> bool {
+        let Some(open) = self.open.as_mut() else {
+            return true;
+        };
+        let due = open.tick.take_due(now_ms);
+        for pending in due {
+            self.deliver_pending(&pending, now_ms);
+        }
+        if !self.clock.tick_closes(now_ms) {
+            return false;
+        }
+        let slot_ms = self.clock.read_time_ms();
+        while let Some(from) = self.open.as_ref().and_then(|open| open.stream_from) {
+            let (units, next) = self.files.walk(slot_ms, from, BATCH);
+            for unit in units {
+                self.deliver_unit(&unit, now_ms);
+            }
+            if let Some(open) = self.open.as_mut() {
+                open.stream_from = next;
+            }
+        }
+        self.clock.advance();
+        self.open = None;
+        true
+    }
+
     /// Reads the read tick's units: each entry's due time comes from its message, so a small
     /// tick is held in memory and delivered entry by entry; a large one is streamed at its end.
     fn open_tick(&mut self) -> Open {
@@ -466,6 +506,7 @@ impl Timer {
             tick: OpenTick::new(slot_ms),
             stream_from: None,
             deleted: HashSet::new(),
+            delivered: false,
         };
         let Some(newest) = self.files.newest(slot_ms) else {
             return open;
