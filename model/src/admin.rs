@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 
 use crate::consumer::{
     ConsumeFromWhere, ConsumeStats, ConsumeType, MessageModel, MessageQueue, SubscriptionData,
@@ -214,37 +215,53 @@ pub enum AdminCommand {
 
 /// An ACL 2.0 access control list as operators write it (`AclInfo`): the subject
 /// (`User:alice`) and its policies. Names are Java's (`Custom`, `Pub`, `Allow`, `Topic:orders`),
-/// any case; `None` where the request leaves a field out.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// any case; `None` where the request leaves a field out. The JSON of these three is Java's.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct AclInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub subject: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub policies: Option<Vec<PolicyInfo>>,
 }
 
 /// `PolicyInfo`: `Custom` or `Default` policies and their entries.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct PolicyInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub policy_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub entries: Option<Vec<PolicyEntryInfo>>,
 }
 
 /// `PolicyEntryInfo`: a resource (`*`, `Topic:t`, `Group:g*`), the actions allowed or denied on
 /// it, from which addresses (IPs or CIDRs; none = any), and the decision.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct PolicyEntryInfo {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub resource: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub actions: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub source_ips: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub decision: Option<String>,
 }
 
 /// An ACL 2.0 user as operators see it (`UserInfo`): the type (`Super`, `Normal`) and status
 /// (`enable`, `disable`) by Java's names, any case; `None` where the request leaves them out.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// Its JSON is Java's: camel-case names, absent fields left out (as fastjson writes them).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct UserInfo {
     pub username: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub password: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub user_type: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub user_status: Option<String>,
 }
 

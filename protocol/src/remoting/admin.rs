@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use skiff_model::admin::{
     AclInfo, AdminCommand, AdminReply, ClientConnection, ColdReadInfo, ConsumerConnections,
-    HaStatus, PolicyEntryInfo, PolicyInfo, StatsData, StatsWindow, UserInfo,
+    HaStatus, StatsData, StatsWindow, UserInfo,
 };
 use std::collections::BTreeMap;
 
@@ -232,7 +232,8 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
         // `CreateUserRequestHeader` and the rest have no required field: a blank name is the
         // handler's error. The body is `UserInfo`; the header's name wins over the body's.
         code::AUTH_CREATE_USER | code::AUTH_UPDATE_USER => {
-            let mut user = user_info_body(cmd)?;
+            // The `UserInfo` body (Java fails on a missing one).
+            let mut user: UserInfo = json_body(cmd)?;
             user.username = f.opt_string("username").unwrap_or_default();
             let caller = f.opt_string(super::access::ACCESS_KEY);
             if cmd.code == code::AUTH_CREATE_USER {
@@ -499,7 +500,7 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         // The caller is the signature's `AccessKey`, which the signing adds.
         AdminCommand::CreateUser { user, .. } | AdminCommand::UpdateUser { user, .. } => {
             out.put("username", &user.username);
-            cmd.body = Body::from(to_json(&UserInfoJson::from(user)).into_bytes());
+            cmd.body = Body::from(to_json(user).into_bytes());
         }
         AdminCommand::DeleteUser { username, .. } | AdminCommand::GetUser { username } => {
             out.put("username", username);
@@ -510,7 +511,7 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         AdminCommand::CreateAcl { subject, acl, .. } => {
             out.put("subject", subject);
             if let Some(acl) = acl {
-                cmd.body = Body::from(to_json(&AclInfoJson::from(acl)).into_bytes());
+                cmd.body = Body::from(to_json(acl).into_bytes());
             }
         }
         AdminCommand::DeleteAcl {
@@ -829,24 +830,22 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
         }
         AdminReply::User(user) => {
             if let Some(user) = &user {
-                cmd.body = Body::from(to_json(&UserInfoJson::from(user)).into_bytes());
+                cmd.body = Body::from(to_json(user).into_bytes());
             }
         }
         AdminReply::Acl(acl) => {
             if let Some(acl) = &acl {
-                cmd.body = Body::from(to_json(&AclInfoJson::from(acl)).into_bytes());
+                cmd.body = Body::from(to_json(acl).into_bytes());
             }
         }
         AdminReply::Acls(acls) => {
             if !acls.is_empty() {
-                let list: Vec<AclInfoJson> = acls.iter().map(AclInfoJson::from).collect();
-                cmd.body = Body::from(to_json(&list).into_bytes());
+                cmd.body = Body::from(to_json(&acls).into_bytes());
             }
         }
         AdminReply::Users(users) => {
             if !users.is_empty() {
-                let list: Vec<UserInfoJson> = users.iter().map(UserInfoJson::from).collect();
-                cmd.body = Body::from(to_json(&list).into_bytes());
+                cmd.body = Body::from(to_json(&users).into_bytes());
             }
         }
         // `CheckRocksdbCqWriteResult` with `CheckStatus.CHECK_IN_PROGRESS`.
@@ -953,6 +952,7 @@ fn escape_property(value: &str) -> String {
 mod tests {
     use super::*;
     use crate::remoting::{decode_request, encode_reply as encode_any_reply};
+    use skiff_model::admin::{PolicyEntryInfo, PolicyInfo};
     use skiff_model::command::{Reply, Request};
 
     fn request(code: i32, fields: &[(&str, &str)]) -> RemotingCommand {
@@ -1335,136 +1335,12 @@ mod tests {
     }
 }
 
-/// `UserInfo`: fastjson leaves null fields out.
-#[derive(Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct UserInfoJson {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    password: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    user_status: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    user_type: Option<String>,
-    #[serde(default)]
-    username: String,
-}
-
-impl From<&UserInfo> for UserInfoJson {
-    fn from(user: &UserInfo) -> Self {
-        UserInfoJson {
-            password: user.password.clone(),
-            user_status: user.user_status.clone(),
-            user_type: user.user_type.clone(),
-            username: user.username.clone(),
-        }
-    }
-}
-
-/// `AclInfo`, `PolicyInfo`, `PolicyEntryInfo`: fastjson leaves null fields out and writes the
-/// rest in name order.
-#[derive(Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct AclInfoJson {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    policies: Option<Vec<PolicyInfoJson>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    subject: Option<String>,
-}
-
-#[derive(Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct PolicyInfoJson {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    entries: Option<Vec<PolicyEntryInfoJson>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    policy_type: Option<String>,
-}
-
-#[derive(Serialize, Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
-struct PolicyEntryInfoJson {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    actions: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    decision: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    resource: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    source_ips: Option<Vec<String>>,
-}
-
-impl From<&AclInfo> for AclInfoJson {
-    fn from(acl: &AclInfo) -> Self {
-        AclInfoJson {
-            subject: acl.subject.clone(),
-            policies: acl.policies.as_ref().map(|policies| {
-                policies
-                    .iter()
-                    .map(|p| PolicyInfoJson {
-                        policy_type: p.policy_type.clone(),
-                        entries: p.entries.as_ref().map(|entries| {
-                            entries
-                                .iter()
-                                .map(|e| PolicyEntryInfoJson {
-                                    actions: e.actions.clone(),
-                                    decision: e.decision.clone(),
-                                    resource: e.resource.clone(),
-                                    source_ips: e.source_ips.clone(),
-                                })
-                                .collect()
-                        }),
-                    })
-                    .collect()
-            }),
-        }
-    }
-}
-
-impl From<AclInfoJson> for AclInfo {
-    fn from(acl: AclInfoJson) -> Self {
-        AclInfo {
-            subject: acl.subject,
-            policies: acl.policies.map(|policies| {
-                policies
-                    .into_iter()
-                    .map(|p| PolicyInfo {
-                        policy_type: p.policy_type,
-                        entries: p.entries.map(|entries| {
-                            entries
-                                .into_iter()
-                                .map(|e| PolicyEntryInfo {
-                                    resource: e.resource,
-                                    actions: e.actions,
-                                    source_ips: e.source_ips,
-                                    decision: e.decision,
-                                })
-                                .collect()
-                        }),
-                    })
-                    .collect()
-            }),
-        }
-    }
-}
-
 /// The `AclInfo` body of AUTH_CREATE_ACL / AUTH_UPDATE_ACL; none when the body is empty.
 fn acl_info_body(cmd: &RemotingCommand) -> Result<Option<AclInfo>, ErrorReply> {
     if cmd.body.to_bytes().is_empty() {
         return Ok(None);
     }
-    let acl: AclInfoJson = json_body(cmd)?;
-    Ok(Some(acl.into()))
-}
-
-/// The `UserInfo` body of AUTH_CREATE_USER / AUTH_UPDATE_USER (Java fails on a missing one).
-fn user_info_body(cmd: &RemotingCommand) -> Result<UserInfo, ErrorReply> {
-    let info: UserInfoJson = json_body(cmd)?;
-    Ok(UserInfo {
-        username: info.username,
-        password: info.password,
-        user_type: info.user_type,
-        user_status: info.user_status,
-    })
+    json_body(cmd).map(Some)
 }
 
 /// `CheckRocksdbCqWriteResult` (its `checkResult` is null until the check ends).

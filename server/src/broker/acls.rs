@@ -268,7 +268,7 @@ fn info(subject: &str, acl: &Acl) -> AclInfo {
 /// The ACLs (Java's authorization metadata), and the writer of their file.
 pub(crate) struct AclStore {
     acls: Arc<RwLock<AclsFile>>,
-    file: Arc<ConfigFile>,
+    file: ConfigFile,
 }
 
 impl AclStore {
@@ -283,10 +283,7 @@ impl AclStore {
             let acls = acls.clone();
             move || serde_json::to_string_pretty(&*acls.read()).expect("ACLs serialize")
         });
-        Some(AclStore {
-            acls,
-            file: Arc::new(file),
-        })
+        Some(AclStore { acls, file })
     }
 
     /// AUTH_CREATE_ACL and AUTH_UPDATE_ACL (the same in Java): the subject must be a user.

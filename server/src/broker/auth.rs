@@ -129,7 +129,7 @@ struct UsersFile {
 /// The users (Java's authentication metadata), and the writer of their file.
 pub(crate) struct UserStore {
     users: Arc<RwLock<UsersFile>>,
-    file: Arc<ConfigFile>,
+    file: ConfigFile,
     /// Whether `authorizationMetadataProvider` is set: Java's user deletion also removes the
     /// user's ACL there, and answers an error without one.
     acl_store: bool,
@@ -169,7 +169,7 @@ impl UserStore {
         });
         let store = UserStore {
             users,
-            file: Arc::new(file),
+            file,
             acl_store: config.authorization_metadata_provider.is_some(),
         };
         let mut seeds = Vec::new();
@@ -364,7 +364,9 @@ impl UserStore {
         if username.is_empty() {
             return Err("username cannot be null.".into());
         }
-        let Some(user) = self.find(username) else {
+        // Every request comes here: read under the lock rather than copy the user out.
+        let users = self.users.read();
+        let Some(user) = users.users.get(username) else {
             return Err(format!("User:{username} is not found."));
         };
         if user.user_status == UserStatus::Disable {

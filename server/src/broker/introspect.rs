@@ -39,8 +39,8 @@ use crate::net::{ClientRequestError, Handled};
 
 /// How long the broker waits for a client it asks on an operator's behalf (`callClient`).
 const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a user change waits for `config/users.json` to be written.
-const USERS_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a user or ACL change waits for its file to be written.
+const AUTH_WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long it waits for each consumer's status (`getConsumeStatus`).
 const CONSUMER_STATUS_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -588,8 +588,8 @@ fn set_commit_log_read_ahead(state: &BrokerState, mode: i32) -> Reply {
 }
 
 /// AUTH_CREATE_/UPDATE_/DELETE_USER: answered once `config/users.json` holds the change (Java's
-/// RocksDB write is done before it answers). Without a users store
-/// (`authenticationMetadataProvider`) Java's generic error.
+/// RocksDB write is done before it answers), and `config/acls.json` too (a deleted user's ACL
+/// goes with it). Without a users store (`authenticationMetadataProvider`) Java's generic error.
 fn change_users(
     state: &Arc<BrokerState>,
     change: impl FnOnce(&super::auth::UserStore) -> Result<(), Reply>,
@@ -601,16 +601,10 @@ fn change_users(
     if let Err(refused) = change(&users) {
         return Handled::Now(refused);
     }
-    Handled::Later(Box::pin(async move {
-        let written = tokio::task::spawn_blocking(move || users.flush(USERS_WRITE_TIMEOUT)).await;
-        match written {
-            Ok(true) => Reply::Success,
-            _ => Reply::error(
-                ErrorKind::SystemError,
-                "config/users.json could not be written; see the broker's log",
-            ),
-        }
-    }))
+    let acls = state.acls.clone();
+    answer_once_written(move |timeout| {
+        users.flush(timeout) && acls.is_none_or(|acls| acls.flush(timeout))
+    })
 }
 
 /// AUTH_CREATE_/UPDATE_/DELETE_ACL: answered once `config/acls.json` holds the change. Both
@@ -626,13 +620,17 @@ fn change_acls(
     if let Err(refused) = change(&users, &acls) {
         return Handled::Now(refused);
     }
+    answer_once_written(move |timeout| acls.flush(timeout))
+}
+
+/// Success once `flush` (blocking, on a blocking thread) says the files are written.
+fn answer_once_written(flush: impl FnOnce(Duration) -> bool + Send + 'static) -> Handled {
     Handled::Later(Box::pin(async move {
-        let written = tokio::task::spawn_blocking(move || acls.flush(USERS_WRITE_TIMEOUT)).await;
-        match written {
+        match tokio::task::spawn_blocking(move || flush(AUTH_WRITE_TIMEOUT)).await {
             Ok(true) => Reply::Success,
             _ => Reply::error(
                 ErrorKind::SystemError,
-                "config/acls.json could not be written; see the broker's log",
+                "config/users.json or config/acls.json could not be written; see the broker's log",
             ),
         }
     }))
