@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -74,9 +75,20 @@ pub(crate) fn fnv(parts: &[&[u8]]) -> String {
     format!("{h:016x}")
 }
 
+/// A name part no other writer uses: concurrent test processes share the cache, and the tests of
+/// one process run on several threads.
+fn unique_suffix() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
 /// Writes `content` to `path` atomically (concurrent test processes may share the cache).
 fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    let tmp = path.with_extension(format!("tmp{}", unique_suffix()));
     fs::write(&tmp, content)?;
     fs::rename(&tmp, path)?;
     Ok(())
@@ -86,6 +98,12 @@ fn write_atomic(path: &Path, content: &[u8]) -> Result<()> {
 /// `<work>/<name>-<version>.classpath` with the pom's hash; re-resolved when the pom changes or
 /// a listed jar is gone (a fresh `~/.m2`).
 pub fn classpath(pom_dir: &Path, name: &str, version: &str) -> Result<String> {
+    // One resolution at a time in this process: on a clean clone several tests ask for the same
+    // classpath at once, and one Maven run is enough for all of them.
+    static RESOLVING: Mutex<()> = Mutex::new(());
+    let _one_at_a_time = RESOLVING
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     let work = work_dir();
     fs::create_dir_all(&work)?;
     let pom = fs::read(pom_dir.join("pom.xml"))
@@ -100,10 +118,7 @@ pub fn classpath(pom_dir: &Path, name: &str, version: &str) -> Result<String> {
             }
         }
     }
-    let out = work.join(format!(
-        "{name}-{version}.classpath.new{}",
-        std::process::id()
-    ));
+    let out = work.join(format!("{name}-{version}.classpath.new{}", unique_suffix()));
     let mut cmd = Command::new("mvn");
     cmd.current_dir(pom_dir).args([
         "-q",
@@ -184,7 +199,7 @@ fn compile(version: &str, deps: &str) -> Result<PathBuf> {
     if fs::read_to_string(&stamp_file).ok().as_deref() == Some(stamp.as_str()) {
         return Ok(classes);
     }
-    let tmp = work.join(format!("classes-{version}.new{}", std::process::id()));
+    let tmp = work.join(format!("classes-{version}.new{}", unique_suffix()));
     let _ = fs::remove_dir_all(&tmp);
     fs::create_dir_all(&tmp)?;
     let mut cmd = Command::new(javac_bin());
