@@ -2,10 +2,11 @@
 //! against the target: name-server KV config (`updateKvConfig`, `deleteKvConfig`,
 //! `updateOrderConf` put/get/delete), write permission (`wipeWritePerm`, `addWritePerm`, seen in
 //! `topicRoute`), `haStatus`, `getBrokerConfig` / `getNamesrvConfig` (keys both targets have),
-//! `updateBrokerConfig` (brokerPermission, seen in `topicRoute`), `updateNamesrvConfig`,
+//! `updateBrokerConfig` (brokerPermission, seen in `topicRoute` and in the broker's config file),
+//! `updateNamesrvConfig`,
 //! `cleanUnusedTopic`, `deleteExpiredCommitLog`, `rocksDBConfigToJson`, `topicList`, `clusterList`,
 //! `topicClusterList`, `topicStatus`, `brokerStatus`, `queryMsgByKey`, `updateTopicPerm`,
-//! `printMsg`, `printMsgByQueue`,
+//! `printMsg`, `printMsgByQueue`, `queryCq`,
 //! `updateSubGroup`, `getConsumerConfig` (GET_ALL_SUBSCRIPTIONGROUP_CONFIG) and `deleteSubGroup`,
 //! `queryMsgById` with its consumer tracking (QUERY_TOPIC_CONSUME_BY_WHO); with a live producer
 //! and push consumer, `consumerConnection`, `producerConnection`, `consumerStatus` (the broker
@@ -18,14 +19,19 @@
 //! `exportMetadata`, `exportConfigs`, `exportMetrics`, `sendMsgStatus`, `deleteTopic`,
 //! `getColdDataFlowCtrInfo`, `updateColdDataFlowCtrGroupConfig`,
 //! `removeColdDataFlowCtrGroupConfig`, `setCommitLogReadAheadMode`, `resetMasterFlushOffset`,
-//! `checkRocksdbCqWriteProgress`, `exportPopRecord`, `queryMsgTraceById` and `clusterRT` (62 of
-//! mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command fails, so each command's
-//! output is checked for what Apache 5.3.3 prints, with addresses, counts and ids normalised.
+//! `checkRocksdbCqWriteProgress`, `exportPopRecord`, `queryMsgTraceById` and `clusterRT`.
+//!
+//! On targets of their own: `updateStaticTopic` and `remappingStaticTopic`; and with
+//! `useServerSideResetOffset=false`, `resetOffsetByTime` pushed to a live consumer and
+//! `startMonitoring` (66 of mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command
+//! fails, so each command's output is checked for what Apache 5.3.3 prints, with addresses,
+//! counts and ids normalised.
 //! Broker requests go over the VIP channel (port - 2).
 //!
 //! With ACL 2.0 authentication on, a target of its own: `createUser`, `updateUser`, `deleteUser`,
 //! `getUser`, `listUser`, `copyUser`, `createAcl`, `updateAcl`, `deleteAcl`, `getAcl`, `listAcl`
-//! and `copyAcl` (74 of the 89 in all), and the refusals of requests not signed by a known,
+//! and `copyAcl` (78 of the 89 in all; the other 11 need a controller, a broker container,
+//! RocksDB metadata or a compaction log), and the refusals of requests not signed by a known,
 //! enabled user.
 //!
 //! Each JVM runs a batch of commands (`java/tools/MqAdminBatch.java` calls `MQAdminStartup.main`
@@ -40,6 +46,7 @@ use anyhow::{bail, Context, Result};
 use skiff_compat_tests::java::{self, java_bin};
 use skiff_compat_tests::process;
 use skiff_compat_tests::remoting::{self, code};
+use skiff_compat_tests::settings::TargetKind;
 use skiff_compat_tests::suite::unique_id;
 use skiff_compat_tests::target::{AuthOptions, FlushDisk, Options, Target};
 
@@ -185,18 +192,28 @@ fn sent_msg_id(output: &str) -> Option<String> {
         .map(str::to_string)
 }
 
-#[test]
-fn mqadmin_commands_answer_as_apache() {
+/// Starts a target of its own (`label`, with `opts`), runs `scenario` against it, and fails
+/// with the target's logs.
+fn compare(label: &str, opts: Options, scenario: fn(&Target) -> Result<()>) {
     let started = Instant::now();
-    let target = Target::start("mqadmin", FlushDisk::Async).expect("start the target");
-    if let Err(e) = run(&target) {
+    let target = Target::start_with(label, opts).expect("start the target");
+    if let Err(e) = scenario(&target) {
         panic!("{e:#}\n--- target logs ---\n{}", target.logs());
     }
     println!(
-        "mqadmin against {:?}: PASS in {:.1?}",
+        "{label} against {:?}: PASS in {:.1?}",
         target.kind(),
         started.elapsed()
     );
+}
+
+fn default_options() -> Options {
+    Options::new(FlushDisk::Async).expect("options")
+}
+
+#[test]
+fn mqadmin_commands_answer_as_apache() {
+    compare("mqadmin", default_options(), run);
 }
 
 /// The ACL 2.0 super user of `mqadmin_user_commands_answer_as_apache`'s target.
@@ -208,23 +225,14 @@ const SUPER_PASSWORD: &str = "skiff-root-pass";
 /// disabled user or with a wrong password get the broker's NO_PERMISSION and Java's reason.
 #[test]
 fn mqadmin_user_commands_answer_as_apache() {
-    let started = Instant::now();
     let opts = Options {
         auth: Some(AuthOptions {
             username: SUPER_USER.into(),
             password: SUPER_PASSWORD.into(),
         }),
-        ..Options::new(FlushDisk::Async).expect("options")
+        ..default_options()
     };
-    let target = Target::start_with("mqadmin-users", opts).expect("start the target");
-    if let Err(e) = users(&target) {
-        panic!("{e:#}\n--- target logs ---\n{}", target.logs());
-    }
-    println!(
-        "mqadmin users against {:?}: PASS in {:.1?}",
-        target.kind(),
-        started.elapsed()
-    );
+    compare("mqadmin-users", opts, users);
 }
 
 /// The whitespace-separated words of the first line of `output` that starts with `first`.
@@ -948,6 +956,21 @@ fn run(target: &Target) -> Result<()> {
             );
         }
     }
+    // Both write the settings into the config file the broker started from (Java's
+    // `Configuration.persist`), so that they hold after a restart; the harness's file had no
+    // brokerPermission.
+    let conf = match target.kind() {
+        TargetKind::Apache => "broker.conf",
+        TargetKind::Skiff => "broker.toml",
+    };
+    let text = fs::read_to_string(target.dir().join(conf))?;
+    let written = text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .any(|(k, v)| k.trim() == "brokerPermission" && v.trim() == "6");
+    if !written {
+        bail!("updateBrokerConfig: brokerPermission=6 is not in {conf}:\n{text}");
+    }
     expect("cleanUnusedTopic", &out[9], &["success"])?;
     expect("deleteExpiredCommitLog", &out[10], &["success"])?;
     // EXPORT_ROCKSDB_CONFIG_TO_JSON: neither broker keeps its configs in RocksDB.
@@ -1555,6 +1578,28 @@ fn listings(target: &Target, id: &str) -> Result<()> {
             "-d",
             "true",
         ]),
+        // QUERY_CONSUME_QUEUE: the broker from the route, then by address with a group that is
+        // not online, then an index past the queue's end (a success without a body, on which
+        // mqadmin 5.3.3 fails with a NullPointerException).
+        words(&["queryCq", "-n", &ns, "-t", &topic, "-q", "0", "-i", "0"]),
+        words(&[
+            "queryCq",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-q",
+            "0",
+            "-i",
+            "0",
+            "-c",
+            "5",
+            "-b",
+            &broker,
+            "-g",
+            &format!("mqadmin_cq_{id}"),
+        ]),
+        words(&["queryCq", "-n", &ns, "-t", &topic, "-q", "0", "-i", "7"]),
     ];
     let out = mqadmin(target, "listings", &batch)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
@@ -1620,6 +1665,29 @@ fn listings(target: &Target, id: &str) -> Result<()> {
     }
     expect("printMsg", &out[11], &["MSGID: ", "BODY: listed"])?;
     expect("printMsgByQueue", &out[12], &["MSGID: ", "BODY: listed"])?;
+    // `idx: 0` then `ConsumeQueueData{physicOffset=.., physicSize=.., tagsCode=0, ..}`: the one
+    // message, no tag; sizes and offsets differ between the brokers' stores.
+    let entry = [
+        "Queue data: \nmax: 1, min: 0",
+        "idx: 0\nConsumeQueueData{physicOffset=",
+        ", tagsCode=0, extendDataJson='null', bitMap='null', eval=false, msg='null'}",
+    ];
+    expect("queryCq", &out[13], &entry)?;
+    if out[13].matches("idx: ").count() != 1 {
+        bail!("queryCq: expected one entry in:\n{}", out[13]);
+    }
+    let offline = format!("Filter data: \nmqadmin_cq_{id}@{topic} is not online!");
+    expect(
+        "queryCq -g",
+        &out[14],
+        &[offline.as_str(), entry[0], entry[1]],
+    )?;
+    if !out[15].contains("java.lang.NullPointerException") || out[15].contains("Queue data") {
+        bail!(
+            "queryCq past the end: expected mqadmin's NullPointerException in:\n{}",
+            out[15]
+        );
+    }
     Ok(())
 }
 
@@ -1631,10 +1699,7 @@ fn listings(target: &Target, id: &str) -> Result<()> {
 /// (GET_BROKER_CONSUME_STATS), its producer table (GET_ALL_PRODUCER_INFO) and a message handed to
 /// the consumer by the broker (CONSUME_MESSAGE_DIRECTLY, as `queryMsgById -d` asks), a group's
 /// offsets cloned (CLONE_GROUP_OFFSET) and the consumer's own offsets asked through the broker
-/// (INVOKE_BROKER_TO_GET_CONSUMER_STATUS), and the group's progress (`consumerProgress`). `queryCq`
-/// is not here: Apache 5.3.3 answered it with an empty success in this harness (mqadmin then
-/// fails with a NullPointerException); Skiff's answer is checked in
-/// `server/tests/admin_codes.rs`.
+/// (INVOKE_BROKER_TO_GET_CONSUMER_STATUS), and the group's progress (`consumerProgress`).
 fn live_clients(target: &Target, id: &str) -> Result<()> {
     let ns = target.namesrv();
     let topic = format!("mqadmin_live_{id}");
@@ -1862,5 +1927,251 @@ fn live_clients(target: &Target, id: &str) -> Result<()> {
         &out[18],
         &["#Topic", "#Broker Name", "#Diff", "Diff Total:", &topic],
     )?;
+    Ok(())
+}
+
+/// Static topics (UPDATE_AND_CREATE_STATIC_TOPIC 513, GET_TOPIC_CONFIG with `lo`): created on the
+/// cluster, grown, refused by mqadmin when the count would not change or would fall, remapped
+/// onto the broker that holds it, shown in the route (`topicQueueMappingByBroker`) and in
+/// `topicStatus` (the logical queues under `__syslo__global__`), refused over a plain topic, and
+/// used by a producer and a push consumer.
+#[test]
+fn mqadmin_static_topics_answer_as_apache() {
+    compare("mqadmin-static", default_options(), static_topics);
+}
+
+fn static_topics(target: &Target) -> Result<()> {
+    let ns = target.namesrv();
+    let id = unique_id("st");
+    let topic = format!("mqadmin_static_{id}");
+    let plain = format!("mqadmin_plain_{id}");
+    let update = |topic: &str, queues: &str, to: &[&str]| {
+        let mut command = words(&["updateStaticTopic", "-n", &ns, "-t", topic, "-qn", queues]);
+        command.extend(words(to));
+        command
+    };
+    let cluster = ["-c", "DefaultCluster"];
+    let batch = [
+        update(&topic, "4", &cluster),
+        words(&["topicRoute", "-n", &ns, "-t", &topic]),
+        update(&topic, "6", &["-b", BROKER_NAME]),
+        update(&topic, "6", &["-b", BROKER_NAME]),
+        update(&topic, "2", &cluster),
+        words(&[
+            "remappingStaticTopic",
+            "-n",
+            &ns,
+            "-t",
+            &topic,
+            "-b",
+            BROKER_NAME,
+        ]),
+        words(&["topicRoute", "-n", &ns, "-t", &topic]),
+        words(&[
+            "updateTopic",
+            "-n",
+            &ns,
+            "-b",
+            &target.broker(),
+            "-t",
+            &plain,
+        ]),
+        update(&plain, "4", &cluster),
+        words(&["@producer", &ns, &format!("static_pg_{id}"), &topic, "5"]),
+        words(&["@consumer", &ns, &format!("static_cg_{id}"), &topic, "5"]),
+        words(&["topicStatus", "-n", &ns, "-t", &topic]),
+    ];
+    let out = mqadmin(target, "static", &batch);
+    // mqadmin writes each mapping before and after into java.io.tmpdir, named after the topic.
+    for entry in fs::read_dir("/tmp")?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&topic) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    let out: Vec<String> = out?.iter().map(|o| normalise(o, target)).collect();
+    let written = "The new mapping data is written to file ";
+    expect("updateStaticTopic", &out[0], &[written])?;
+    let mapping = |queues: usize| {
+        let ids: Vec<String> = (0..queues).map(|i| format!("{i}:{i}")).collect();
+        [
+            format!("\"readQueueNums\":{queues},"),
+            "\"topicQueueMappingByBroker\":{\n\t\t\"broker-a\":{".to_string(),
+            format!("\"currIdMap\":{{{}\n", ids.join(",")),
+            "\"scope\":\"__global__\"".to_string(),
+            format!("\"totalQueues\":{queues}\n"),
+        ]
+    };
+    let four = mapping(4);
+    expect(
+        "topicRoute of the new static topic",
+        &out[1],
+        &four.each_ref().map(String::as_str),
+    )?;
+    expect("updateStaticTopic to 6 queues", &out[2], &[written])?;
+    // Refused by mqadmin's own checks, on what the broker showed of the mapping.
+    let refusals = [
+        (
+            3,
+            "The topic queue num is equal the existed queue num, do nothing",
+        ),
+        (4, "Cannot decrease the queue num for static topic 2 < 6"),
+        (8, "Mapping info should not be null in broker broker-a"),
+    ];
+    for (i, remark) in refusals {
+        if !out[i].contains(remark) {
+            bail!("updateStaticTopic: expected {remark:?} in:\n{}", out[i]);
+        }
+    }
+    // `remappingStaticTopic` prints "old" for both files (sic).
+    if out[5]
+        .matches("The old mapping data is written to file ")
+        .count()
+        != 2
+    {
+        bail!(
+            "remappingStaticTopic: expected both mapping files in:\n{}",
+            out[5]
+        );
+    }
+    expect("remappingStaticTopic", &out[5], &[])?;
+    let six = mapping(6);
+    expect(
+        "topicRoute after the remapping",
+        &out[6],
+        &six.each_ref().map(String::as_str),
+    )?;
+    expect("updateTopic", &out[7], &["create topic to BROKER success."])?;
+    if out[9].matches("SEND_OK").count() != 5 {
+        bail!(
+            "@producer on the static topic: expected 5 SEND_OK in:\n{}",
+            out[9]
+        );
+    }
+    expect("@consumer on the static topic", &out[10], &["consumed 5"])?;
+    // Each logical queue (under the mock broker name) and its physical queue, with the 5
+    // messages spread over them.
+    for broker in ["__syslo__global__", BROKER_NAME] {
+        let max_offsets: Vec<i64> = out[11]
+            .lines()
+            .filter(|line| line.starts_with(&format!("{broker} ")))
+            .filter_map(|line| line.split_whitespace().nth(3)?.parse().ok())
+            .collect();
+        if max_offsets.len() != 6 || max_offsets.iter().sum::<i64>() != 5 {
+            bail!(
+                "topicStatus: expected 6 queues of {broker} holding 5 in:\n{}",
+                out[11]
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The client-side reset (`useServerSideResetOffset=false`): INVOKE_BROKER_TO_RESET_OFFSET
+/// answers with the offsets and pushes them to the live consumer (RESET_CONSUMER_CLIENT_OFFSET),
+/// which consumes again from them; a group that committed nothing is refused. Then
+/// `startMonitoring` with that consumer live: its rounds go to the tools' log.
+#[test]
+fn mqadmin_client_side_reset_answers_as_apache() {
+    let opts = Options {
+        broker_settings: vec![("useServerSideResetOffset", "false".into())],
+        ..default_options()
+    };
+    compare("mqadmin-client-reset", opts, client_side_reset);
+}
+
+fn client_side_reset(target: &Target) -> Result<()> {
+    let ns = target.namesrv();
+    let id = unique_id("cr");
+    let topic = format!("mqadmin_reset_{id}");
+    let group = format!("mqadmin_reset_cg_{id}");
+    let reset = |group: &str| {
+        words(&[
+            "resetOffsetByTime",
+            "-n",
+            &ns,
+            "-g",
+            group,
+            "-t",
+            &topic,
+            "-s",
+            "0",
+        ])
+    };
+    // One queue: the broker refuses the reset while any queue lacks a committed offset.
+    let broker = target.broker();
+    let create = [
+        "updateTopic",
+        "-n",
+        &ns,
+        "-b",
+        &broker,
+        "-t",
+        &topic,
+        "-r",
+        "1",
+        "-w",
+        "1",
+    ];
+    let batch = [
+        words(&create),
+        words(&[
+            "@producer",
+            &ns,
+            &format!("mqadmin_reset_pg_{id}"),
+            &topic,
+            "5",
+        ]),
+        words(&["@consumer", &ns, &group, &topic, "5"]),
+        // The consumer first commits its offset 10 s after it starts.
+        words(&["@sleep", "12000"]),
+        reset(&group),
+        words(&["@consumed", "10"]),
+        reset(&format!("{group}_none")),
+        // The monitor's first round starts 20 s after it; it never returns.
+        words(&["@property", "rocketmq.namesrv.addr", &ns]),
+        words(&["@background", "30000", "startMonitoring"]),
+    ];
+    let out = mqadmin(target, "client-reset", &batch)?;
+    let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
+    expect("updateTopic", &out[0], &["create topic to BROKER success."])?;
+    expect("@consumer", &out[2], &["consumed 5"])?;
+    // The table the broker answered, and the push the consumer followed.
+    expect(
+        "resetOffsetByTime",
+        &out[4],
+        &["#brokerName", "#queueId", "#offset"],
+    )?;
+    let row = row(&out[4], BROKER_NAME);
+    if row.as_deref() != Some(&[BROKER_NAME, "0", "0"][..]) {
+        bail!(
+            "resetOffsetByTime: expected queue 0 at offset 0 in:\n{}",
+            out[4]
+        );
+    }
+    expect(
+        "consumed again after the client-side reset",
+        &out[5],
+        &["consumed 10"],
+    )?;
+    let refused = format!("CODE: 1  DESC: THe consumer group <{group}_none> not exist");
+    if !out[6].contains(&refused) {
+        bail!(
+            "resetOffsetByTime of a group without offsets: expected {refused:?} in:\n{}",
+            out[6]
+        );
+    }
+    // startMonitoring prints nothing: its rounds go to the tools' log under user.home.
+    let log = target
+        .dir()
+        .join("mqadmin-client-reset/logs/rocketmqlogs/tools_default.log");
+    let log = fs::read_to_string(&log).with_context(|| format!("{}", log.display()))?;
+    let undone = format!(
+        "reportUndoneMsgs: UndoneMsgs [consumerGroup={group}, topic={topic}, undoneMsgsTotal=0,"
+    );
+    for e in ["[MONITOR] ====", "beginRound", &undone, "endRound"] {
+        if !log.contains(e) {
+            bail!("startMonitoring: expected {e:?} in the tools' log:\n{log}");
+        }
+    }
     Ok(())
 }

@@ -13,6 +13,7 @@ use crate::consumer::{
     SubscriptionGroupConfig,
 };
 use crate::route::{DataVersion, TopicConfig};
+use crate::static_topic::TopicQueueMappingDetail;
 
 /// An administration request. Name-server ones are marked; the rest go to a broker.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,16 +61,18 @@ pub enum AdminCommand {
         client_id: String,
         jstack: bool,
     },
-    /// Broker: move `group`'s committed offsets on `topic` (INVOKE_BROKER_TO_RESET_OFFSET, the
-    /// server-side reset of Java 5: consumers learn it on their next pull). Every queue (`queue_id`
-    /// -1) to the first message stored at or after `timestamp` (-1: the end), or one queue to
-    /// `offset` when given.
+    /// Broker: move `group`'s committed offsets on `topic` (INVOKE_BROKER_TO_RESET_OFFSET). With
+    /// the server-side reset of Java 5 (its default) consumers learn it on their next pull: every
+    /// queue (`queue_id` -1) to the first message stored at or after `timestamp` (-1: the end), or
+    /// one queue to `offset` when given. With the client-side reset the live consumers are told
+    /// at once, and an offset moves forward only when `force`.
     ResetOffset {
         topic: String,
         group: String,
         timestamp: i64,
         queue_id: i32,
         offset: Option<i64>,
+        force: bool,
     },
     /// Broker: hand the stored message `msg_id` (an offset message id) to the consumer
     /// `client_id` of `group` to consume now (CONSUME_MESSAGE_DIRECTLY, `mqadmin queryMsgById -d`);
@@ -126,6 +129,14 @@ pub enum AdminCommand {
     /// Broker: create or change several topics at once (UPDATE_AND_CREATE_TOPIC_LIST,
     /// `mqadmin updateTopicList`).
     CreateTopicList(Vec<TopicConfig>),
+    /// Broker: create or change a static topic and this broker's part of its mapping
+    /// (UPDATE_AND_CREATE_STATIC_TOPIC, `mqadmin updateStaticTopic` / `remappingStaticTopic`);
+    /// `force` replaces the old mapping without the epoch and item checks.
+    CreateStaticTopic {
+        config: TopicConfig,
+        mapping: TopicQueueMappingDetail,
+        force: bool,
+    },
     /// Broker: create or change several subscription groups at once
     /// (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST, `mqadmin updateSubGroupList`).
     CreateSubscriptionGroupList(Vec<SubscriptionGroupConfig>),

@@ -19,6 +19,7 @@ use crate::message::Message;
 use crate::route::{
     BrokerRegistration, ClusterInfo, DataVersion, RegistrationResult, TopicConfig, TopicRouteData,
 };
+use crate::static_topic::TopicQueueMappingDetail;
 use crate::transaction::{CheckTransactionStateRequest, EndTransactionRequest};
 
 /// One queue of one topic on the broker that received the request.
@@ -112,9 +113,11 @@ pub enum Request {
         topic: String,
     },
     GetAllTopicConfig,
-    /// One topic's settings on this broker.
+    /// One topic's settings on this broker, with its static-topic mapping when `lo` (Java's
+    /// `GetTopicConfigRequestHeader.lo`, which the Java admin client always sets).
     GetTopicConfig {
         topic: String,
+        lo: bool,
     },
     /// Create a subscription group, or change it if it exists.
     CreateSubscriptionGroup(SubscriptionGroupConfig),
@@ -158,6 +161,14 @@ pub enum Request {
     },
     /// How did this producer's transaction end? (answered with [`Request::EndTransaction`]).
     CheckTransactionState(CheckTransactionStateRequest),
+    /// Consume `group`'s queues of `topic` from these offsets now (RESET_CONSUMER_CLIENT_OFFSET:
+    /// the client-side reset of an operator's INVOKE_BROKER_TO_RESET_OFFSET).
+    ResetConsumerClientOffset {
+        topic: String,
+        group: String,
+        timestamp: i64,
+        offsets: Vec<(MessageQueue, i64)>,
+    },
 }
 
 /// CONSUMER_SEND_MSG_BACK (`ConsumerSendMsgBackRequestHeader`).
@@ -380,7 +391,12 @@ pub enum Reply {
         topics: BTreeMap<String, TopicConfig>,
         data_version: DataVersion,
     },
-    TopicConfig(TopicConfig),
+    /// One topic's settings, and the broker's part of its mapping if it is a static topic
+    /// (boxed, so that every reply stays small).
+    TopicConfig {
+        config: Box<TopicConfig>,
+        mapping: Option<Box<TopicQueueMappingDetail>>,
+    },
     /// Messages found by a query, and how far the index had been built when it ran.
     QueriedMessages {
         /// Stored records, oldest first.

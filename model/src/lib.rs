@@ -27,6 +27,7 @@ pub mod pop;
 pub mod record;
 pub mod retry;
 pub mod route;
+pub mod static_topic;
 pub mod topic;
 pub mod transaction;
 

@@ -27,6 +27,10 @@ pub mod keys {
     pub const MAX_OFFSET: &str = "MAX_OFFSET";
     pub const UNIQ_CLIENT_MESSAGE_ID_KEYIDX: &str = "UNIQ_KEY";
     pub const CLUSTER: &str = "CLUSTER";
+    /// The region of the broker that stored the message (`regionId`).
+    pub const MSG_REGION: &str = "MSG_REGION";
+    /// The broker's `traceOn`, `true` or `false` (Java's `PROPERTY_TRACE_SWITCH`).
+    pub const TRACE_ON: &str = "TRACE_ON";
     pub const TRANSACTION_ID: &str = "__transactionId__";
     pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
     pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";

@@ -8,6 +8,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
+use crate::static_topic::TopicQueueMappingInfo;
+
 /// Permission bits of a topic or broker (`PermName`).
 pub mod perm {
     pub const PRIORITY: i32 = 0x8;
@@ -125,6 +127,10 @@ pub struct TopicRouteData {
     pub queue_datas: Vec<QueueData>,
     pub broker_datas: Vec<BrokerData>,
     pub filter_server_table: BTreeMap<String, Vec<String>>,
+    /// A static topic's mapping, by broker group: what each group registered of it (boxed, so
+    /// that a plain topic's route stays small).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub topic_queue_mapping_by_broker: Option<Box<BTreeMap<String, TopicQueueMappingInfo>>>,
 }
 
 /// Every broker group known to a name server, and which groups each cluster has.
@@ -150,6 +156,8 @@ pub struct BrokerRegistration {
     pub enable_acting_master: bool,
     pub data_version: DataVersion,
     pub topics: BTreeMap<String, TopicConfig>,
+    /// The static topics among `topics`, with the logical queues this group leads.
+    pub topic_queue_mappings: BTreeMap<String, TopicQueueMappingInfo>,
     pub filter_server_list: Vec<String>,
 }
 

@@ -535,6 +535,7 @@ fn route() -> TopicRouteData {
         }],
         broker_datas: vec![broker_data()],
         filter_server_table: BTreeMap::new(),
+        topic_queue_mapping_by_broker: None,
     }
 }
 

@@ -209,6 +209,7 @@ fn dump_for_java_check() {
         enable_acting_master: false,
         data_version,
         topics: topics.clone(),
+        topic_queue_mappings: BTreeMap::new(),
         filter_server_list: vec![],
     };
     write(
@@ -314,6 +315,7 @@ fn dump_for_java_check() {
         }],
         broker_datas: vec![broker.clone()],
         filter_server_table: BTreeMap::new(),
+        topic_queue_mapping_by_broker: None,
     };
     write(
         &dir,

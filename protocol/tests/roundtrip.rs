@@ -373,6 +373,7 @@ fn registration() -> impl Strategy<Value = BrokerRegistration> {
                 enable_acting_master,
                 data_version,
                 topics,
+                topic_queue_mappings: BTreeMap::new(),
                 filter_server_list,
             },
         )
@@ -469,7 +470,7 @@ fn request() -> impl Strategy<Value = Request> {
         create_topic().prop_map(Request::CreateTopic),
         text().prop_map(|topic| Request::DeleteTopicInBroker { topic }),
         Just(Request::GetAllTopicConfig),
-        text().prop_map(|topic| Request::GetTopicConfig { topic }),
+        (text(), any::<bool>()).prop_map(|(topic, lo)| Request::GetTopicConfig { topic, lo }),
         group_config().prop_map(Request::CreateSubscriptionGroup),
         text().prop_map(|topic| Request::GetTopicStats { topic }),
         (text(), option::of(some_text()))
@@ -623,6 +624,7 @@ fn route() -> impl Strategy<Value = TopicRouteData> {
                 queue_datas,
                 broker_datas,
                 filter_server_table,
+                topic_queue_mapping_by_broker: None,
             },
         )
 }
@@ -830,9 +832,13 @@ fn reply_for_request() -> impl Strategy<Value = (Request, Reply)> {
             .prop_map(|table| (Request::GetBrokerRuntimeInfo, Reply::KeyValues(table))),
         topic_config().prop_map(|topic| (
             Request::GetTopicConfig {
-                topic: topic.topic_name.clone()
+                topic: topic.topic_name.clone(),
+                lo: true,
             },
-            Reply::TopicConfig(topic)
+            Reply::TopicConfig {
+                config: Box::new(topic),
+                mapping: None,
+            }
         )),
         (vec(record(), 0..4), any::<i64>(), any::<i64>()).prop_map(
             |(messages, index_last_update_timestamp, index_last_update_phyoffset)| (

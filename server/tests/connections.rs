@@ -239,13 +239,14 @@ async fn the_vip_channel_serves_the_same_requests() {
         .invoke(
             &Request::GetTopicConfig {
                 topic: "vip_topic".into(),
+                lo: true,
             },
             TIMEOUT,
         )
         .await
         .unwrap();
     assert!(
-        matches!(&found, Reply::TopicConfig(c) if c.topic_name == "vip_topic"),
+        matches!(&found, Reply::TopicConfig { config, .. } if config.topic_name == "vip_topic"),
         "{found:?}"
     );
     cluster.stop().await;

@@ -229,13 +229,14 @@ async fn send_back_climbs_the_ladder_then_goes_to_the_dead_letters() {
         .invoke(
             &Request::GetTopicConfig {
                 topic: "%DLQ%G2".into(),
+                lo: true,
             },
             TIMEOUT,
         )
         .await
         .unwrap();
     match dlq_config {
-        Reply::TopicConfig(config) => {
+        Reply::TopicConfig { config, .. } => {
             assert_eq!((config.read_queue_nums, config.perm), (1, 6));
         }
         other => panic!("{other:?}"),

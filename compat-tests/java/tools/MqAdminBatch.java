@@ -22,6 +22,8 @@
 //   @background <ms> <command words>             run an mqadmin command that never returns
 //                                                (clusterRT loops) on a daemon thread and
 //                                                keep what it printed within <ms>
+//   @property <key> <value>                      a system property (startMonitoring reads the
+//                                                name server from rocketmq.namesrv.addr)
 //   @sleep <ms>
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -191,6 +193,9 @@ public class MqAdminBatch {
                 Thread.sleep(Long.parseLong(words[1]));
                 break;
             }
+            case "@property":
+                System.setProperty(words[1], words[2]);
+                break;
             case "@sleep":
                 Thread.sleep(Long.parseLong(words[1]));
                 break;

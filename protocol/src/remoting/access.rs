@@ -23,11 +23,12 @@ const UNIQUE_KEY_QUERY: &str = "_UNIQUE_KEY_QUERY";
 const V4_9_3: i32 = 400;
 
 /// Broker codes only an admin account may call (Java's `Permission.ADMIN_CODE`).
-/// Java 5 added list forms of the two creations (there is no ACL 1.0 there); they are admin
-/// codes here too, or they would be a way around the single ones.
-const BROKER_ADMIN_CODES: [i32; 7] = [
+/// Java 5 added list forms of the two creations and static topics (there is no ACL 1.0 there);
+/// they are admin codes here too, or they would be a way around the single ones.
+const BROKER_ADMIN_CODES: [i32; 8] = [
     code::UPDATE_AND_CREATE_TOPIC,
     code::UPDATE_AND_CREATE_TOPIC_LIST,
+    code::UPDATE_AND_CREATE_STATIC_TOPIC,
     25, // UPDATE_BROKER_CONFIG
     code::DELETE_TOPIC_IN_BROKER,
     code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,

@@ -23,7 +23,7 @@ use super::body::{to_json, KvTable};
 use super::codes::request as code;
 use super::command::{Body, RemotingCommand};
 use super::fields::{Fields, FieldsOut};
-use super::request::json_body;
+use super::request::{decode_create_topic, json_body, put_create_topic};
 
 /// Whether `code` is one of the codes this module decodes.
 pub(super) fn is_admin_code(code: i32) -> bool {
@@ -60,6 +60,7 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::CLEAN_UNUSED_TOPIC
             | code::CLEAN_EXPIRED_CONSUMEQUEUE
             | code::UPDATE_AND_CREATE_TOPIC_LIST
+            | code::UPDATE_AND_CREATE_STATIC_TOPIC
             | code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
             | code::DELETE_EXPIRED_COMMITLOG
             | code::EXPORT_ROCKSDB_CONFIG_TO_JSON
@@ -135,13 +136,14 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
             jstack: f.opt_bool("jstackEnable") == Some(true),
         },
         // `ResetOffsetRequestHeader`: `queueId` defaults to -1 and `offset` to null; `isForce`
-        // only matters to the client-side reset Skiff does not do.
+        // (required by Java) matters to the client-side reset only.
         code::INVOKE_BROKER_TO_RESET_OFFSET => AdminCommand::ResetOffset {
             topic: f.string("topic")?,
             group: f.string("group")?,
             timestamp: f.num("timestamp")?,
             queue_id: f.opt_num("queueId")?.unwrap_or(-1),
             offset: f.opt_num("offset")?,
+            force: f.opt_bool("isForce") == Some(true),
         },
         code::GET_ALL_PRODUCER_INFO => AdminCommand::AllProducerInfo,
         code::CLEAN_UNUSED_TOPIC => AdminCommand::CleanUnusedTopic,
@@ -150,6 +152,12 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
         code::UPDATE_AND_CREATE_TOPIC_LIST => {
             AdminCommand::CreateTopicList(json_body::<TopicConfigList>(cmd)?.topic_config_list)
         }
+        // `CreateTopicRequestHeader` with `force`, and the broker's `TopicQueueMappingDetail`.
+        code::UPDATE_AND_CREATE_STATIC_TOPIC => AdminCommand::CreateStaticTopic {
+            config: decode_create_topic(&f)?,
+            mapping: json_body(cmd)?,
+            force: f.opt_bool("force") == Some(true),
+        },
         code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST => {
             AdminCommand::CreateSubscriptionGroupList(
                 json_body::<GroupConfigList>(cmd)?.group_config_list,
@@ -301,6 +309,7 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::CleanUnusedTopic => code::CLEAN_UNUSED_TOPIC,
         AdminCommand::CleanExpiredConsumeQueue => code::CLEAN_EXPIRED_CONSUMEQUEUE,
         AdminCommand::CreateTopicList(_) => code::UPDATE_AND_CREATE_TOPIC_LIST,
+        AdminCommand::CreateStaticTopic { .. } => code::UPDATE_AND_CREATE_STATIC_TOPIC,
         AdminCommand::CreateSubscriptionGroupList(_) => {
             code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST
         }
@@ -391,11 +400,12 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
             timestamp,
             queue_id,
             offset,
+            force,
         } => {
             out.put("topic", topic)
                 .put("group", group)
                 .put("timestamp", timestamp)
-                .put("isForce", true)
+                .put("isForce", force)
                 .put("queueId", queue_id);
             if let Some(offset) = offset {
                 out.put("offset", offset);
@@ -472,6 +482,15 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
                 })
                 .into_bytes(),
             );
+        }
+        AdminCommand::CreateStaticTopic {
+            config,
+            mapping,
+            force,
+        } => {
+            put_create_topic(&mut out, config);
+            out.put("force", force);
+            cmd.body = Body::from(to_json(mapping).into_bytes());
         }
         AdminCommand::CreateSubscriptionGroupList(groups) => {
             cmd.body = Body::from(
@@ -951,7 +970,9 @@ fn escape_property(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::remoting::{decode_request, encode_reply as encode_any_reply};
+    use crate::remoting::{
+        decode_reply, decode_request, encode_reply as encode_any_reply, encode_request,
+    };
     use skiff_model::admin::{PolicyEntryInfo, PolicyInfo};
     use skiff_model::command::{Reply, Request};
 
@@ -1026,6 +1047,100 @@ mod tests {
         // No body: Java's decode fails too.
         let empty = request(code::UPDATE_AND_CREATE_TOPIC_LIST, &[]);
         assert!(decode_request(&empty).is_err());
+    }
+
+    #[test]
+    fn decodes_javas_static_topic_request() {
+        // What `mqadmin updateStaticTopic` sends (`MQClientAPIImpl.createStaticTopic`): the
+        // topic in the header, the mapping as fastjson writes it (bare integer keys).
+        let mut create = request(
+            code::UPDATE_AND_CREATE_STATIC_TOPIC,
+            &[
+                ("topic", "st"),
+                ("defaultTopic", "TBW102"),
+                ("readQueueNums", "2"),
+                ("writeQueueNums", "2"),
+                ("perm", "6"),
+                ("topicFilterType", "SINGLE_TAG"),
+                ("topicSysFlag", "0"),
+                ("order", "false"),
+                ("force", "false"),
+            ],
+        );
+        create.body = Body::from(
+            br#"{"bname":"broker-a","currIdMap":{},"dirty":false,"epoch":1700000000000,"hostedQueues":{0:[{"bname":"broker-a","endOffset":-1,"gen":0,"logicOffset":0,"queueId":0,"startOffset":0,"timeOfEnd":-1,"timeOfStart":-1}],1:[{"bname":"broker-a","endOffset":-1,"gen":0,"logicOffset":0,"queueId":1,"startOffset":0,"timeOfEnd":-1,"timeOfStart":-1}]},"scope":"__global__","topic":"st","totalQueues":2}"#.to_vec(),
+        );
+        let Request::Admin(AdminCommand::CreateStaticTopic {
+            config,
+            mapping,
+            force,
+        }) = decode_request(&create).unwrap()
+        else {
+            panic!("not a static topic")
+        };
+        assert_eq!((config, force), (TopicConfig::new("st", 2), false));
+        assert_eq!(
+            (mapping.bname.as_str(), mapping.epoch, mapping.total_queues),
+            ("broker-a", 1_700_000_000_000, 2)
+        );
+        assert_eq!(mapping.hosted_queues[&1][0].queue_id, 1);
+        assert_eq!(mapping.hosted_queues[&1][0].end_offset, -1);
+        // Encoded by Skiff's client, it decodes to itself.
+        let command = AdminCommand::CreateStaticTopic {
+            config: TopicConfig::new("st", 2),
+            mapping,
+            force: true,
+        };
+        let request = Request::Admin(command);
+        assert_eq!(
+            decode_request(&encode_request(&request, 1, false)).unwrap(),
+            request
+        );
+    }
+
+    #[test]
+    fn a_static_topics_config_carries_its_mapping_detail() {
+        use skiff_model::static_topic::{LogicQueueMappingItem, TopicQueueMappingDetail};
+        let get = Request::GetTopicConfig {
+            topic: "st".into(),
+            lo: true,
+        };
+        let req = encode_request(&get, 3, false);
+        assert_eq!(req.ext("lo"), Some("true"));
+        let mapping = TopicQueueMappingDetail {
+            topic: "st".into(),
+            total_queues: 1,
+            bname: "broker-a".into(),
+            epoch: 5,
+            hosted_queues: BTreeMap::from([(
+                0,
+                vec![LogicQueueMappingItem {
+                    bname: "broker-a".into(),
+                    ..LogicQueueMappingItem::default()
+                }],
+            )]),
+            ..TopicQueueMappingDetail::default()
+        };
+        let reply = Reply::TopicConfig {
+            config: Box::new(TopicConfig::new("st", 1)),
+            mapping: Some(Box::new(mapping)),
+        };
+        let cmd = encode_any_reply(&req, reply.clone());
+        let body = String::from_utf8(cmd.body.to_bytes().to_vec()).unwrap();
+        assert!(body.contains(r#""topicName":"st""#), "{body}");
+        assert!(
+            body.contains(r#""hostedQueues":{0:[{"bname":"broker-a""#),
+            "{body}"
+        );
+        assert_eq!(decode_reply(&get, &cmd).unwrap(), reply);
+        // A plain topic's answer has no mappingDetail at all (fastjson leaves out nulls).
+        let plain = Reply::TopicConfig {
+            config: Box::new(TopicConfig::new("t", 1)),
+            mapping: None,
+        };
+        let cmd = encode_any_reply(&req, plain.clone());
+        assert!(!String::from_utf8_lossy(&cmd.body.to_bytes()).contains("mappingDetail"));
+        assert_eq!(decode_reply(&get, &cmd).unwrap(), plain);
     }
 
     #[test]
@@ -1297,6 +1412,7 @@ mod tests {
                 timestamp: 0,
                 queue_id: -1,
                 offset: None,
+                force: true,
             })
         );
         let queue = MessageQueue {

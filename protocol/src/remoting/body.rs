@@ -14,6 +14,7 @@ use skiff_model::consumer::{
 };
 use skiff_model::message::{Message, Properties};
 use skiff_model::route::{BrokerRegistration, DataVersion, TopicConfig};
+use skiff_model::static_topic::{TopicQueueMappingDetail, TopicQueueMappingInfo};
 
 use crate::fastjson;
 
@@ -85,6 +86,29 @@ pub(super) fn encode_batch(messages: &[Message]) -> Bytes {
 pub(super) struct TopicConfigWrapper {
     pub topic_config_table: BTreeMap<String, TopicConfig>,
     pub data_version: DataVersion,
+    /// `TopicConfigAndMappingSerializeWrapper.topicQueueMappingInfoMap`: what a registering
+    /// broker leads of its static topics.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub topic_queue_mapping_info_map: BTreeMap<String, TopicQueueMappingInfo>,
+}
+
+/// `TopicConfigAndQueueMapping`, GET_TOPIC_CONFIG's body: the topic's fields and, for a static
+/// topic, `mappingDetail` (left out when null, as fastjson does).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct TopicConfigAndQueueMapping<'a> {
+    #[serde(flatten)]
+    pub config: &'a TopicConfig,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapping_detail: Option<&'a TopicQueueMappingDetail>,
+}
+
+/// The `mappingDetail` of a `TopicConfigAndQueueMapping` (its topic fields read as a
+/// [`TopicConfig`]).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+pub(super) struct MappingDetailOf {
+    pub mapping_detail: Option<TopicQueueMappingDetail>,
 }
 
 /// `RegisterBrokerBody` (uncompressed form).
@@ -108,6 +132,8 @@ struct RegisterBrokerBodyOut<'a> {
 struct TopicConfigWrapperOut<'a> {
     topic_config_table: &'a BTreeMap<String, TopicConfig>,
     data_version: DataVersion,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    topic_queue_mapping_info_map: &'a BTreeMap<String, TopicQueueMappingInfo>,
 }
 
 fn register_broker_body_out(registration: &BrokerRegistration) -> RegisterBrokerBodyOut<'_> {
@@ -115,6 +141,7 @@ fn register_broker_body_out(registration: &BrokerRegistration) -> RegisterBroker
         topic_config_serialize_wrapper: TopicConfigWrapperOut {
             topic_config_table: &registration.topics,
             data_version: registration.data_version,
+            topic_queue_mapping_info_map: &registration.topic_queue_mappings,
         },
         filter_server_list: &registration.filter_server_list,
     }
@@ -318,6 +345,12 @@ fn queue_map<V: for<'de> Deserialize<'de>>(
     // Java's HashMap order is meaningless; sort so that results are stable.
     entries.sort_by(|a, b| a.0.cmp(&b.0));
     Ok(entries)
+}
+
+/// A `ResetOffsetBody` (RESET_CONSUMER_CLIENT_OFFSET's body).
+pub(super) fn parse_reset_offsets(body: &[u8]) -> Result<Vec<(MessageQueue, i64)>, String> {
+    let value = fastjson::parse_slice(body).map_err(|e| e.to_string())?;
+    queue_map(&value, "offsetTable")
 }
 
 pub(super) fn parse_topic_stats(body: &[u8]) -> Result<TopicStatsTable, String> {

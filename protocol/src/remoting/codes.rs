@@ -24,6 +24,7 @@ pub mod request {
     pub const GET_CONSUMER_LIST_BY_GROUP: i32 = 38;
     pub const CHECK_TRANSACTION_STATE: i32 = 39;
     pub const NOTIFY_CONSUMER_IDS_CHANGED: i32 = 40;
+    pub const RESET_CONSUMER_CLIENT_OFFSET: i32 = 220;
     pub const LOCK_BATCH_MQ: i32 = 41;
     pub const UNLOCK_BATCH_MQ: i32 = 42;
     pub const CHECK_CLIENT_CONFIG: i32 = 46;
@@ -80,6 +81,7 @@ pub mod request {
     pub const CLEAN_UNUSED_TOPIC: i32 = 316;
     pub const CLEAN_EXPIRED_CONSUMEQUEUE: i32 = 306;
     pub const UPDATE_AND_CREATE_TOPIC_LIST: i32 = 18;
+    pub const UPDATE_AND_CREATE_STATIC_TOPIC: i32 = 513;
     pub const UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST: i32 = 225;
     pub const DELETE_EXPIRED_COMMITLOG: i32 = 329;
     pub const EXPORT_ROCKSDB_CONFIG_TO_JSON: i32 = 355;

@@ -116,6 +116,7 @@ pub fn encode_reply(request: &RemotingCommand, reply: Reply) -> RemotingCommand 
             cmd.body = json_body(&TopicConfigWrapper {
                 topic_config_table: topics,
                 data_version,
+                ..TopicConfigWrapper::default()
             });
         }
         Reply::TopicStats(stats) => {
@@ -125,8 +126,12 @@ pub fn encode_reply(request: &RemotingCommand, reply: Reply) -> RemotingCommand 
             cmd.body = Body::from(body::consume_stats_json(&stats).into_bytes())
         }
         Reply::KeyValues(table) => cmd.body = json_body(&KvTable { table }),
-        // `TopicConfigAndQueueMapping`: the topic's fields (a static topic would add mappingDetail).
-        Reply::TopicConfig(topic) => cmd.body = json_body(&topic),
+        Reply::TopicConfig { config, mapping } => {
+            cmd.body = json_body(&body::TopicConfigAndQueueMapping {
+                config: &config,
+                mapping_detail: mapping.as_deref(),
+            })
+        }
         Reply::QueriedMessages {
             messages,
             index_last_update_timestamp,
@@ -219,7 +224,12 @@ pub fn decode_reply(
                 .map_err(ReplyDecodeError::BadBody)?,
         ),
         Request::GetBrokerRuntimeInfo => Reply::KeyValues(parse_body::<KvTable>(response)?.table),
-        Request::GetTopicConfig { .. } => Reply::TopicConfig(parse_body(response)?),
+        Request::GetTopicConfig { .. } => Reply::TopicConfig {
+            config: Box::new(parse_body(response)?),
+            mapping: parse_body::<body::MappingDetailOf>(response)?
+                .mapping_detail
+                .map(Box::new),
+        },
         Request::QueryMessage { .. } => Reply::QueriedMessages {
             messages: split_records(response.body.to_bytes())?,
             index_last_update_timestamp: num(response, "indexLastUpdateTimestamp")?,
@@ -238,6 +248,7 @@ pub fn decode_reply(
         | Request::UnregisterBroker { .. }
         | Request::DeleteTopicInNamesrv { .. }
         | Request::NotifyConsumerIdsChanged { .. }
+        | Request::ResetConsumerClientOffset { .. }
         | Request::EndTransaction(_)
         | Request::CheckTransactionState(_) => Reply::Success,
         // Skiff's own tools never consume by POP: they only learn whether it succeeded.

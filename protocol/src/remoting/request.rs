@@ -168,6 +168,7 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
         code::GET_ALL_TOPIC_CONFIG => Request::GetAllTopicConfig,
         code::GET_TOPIC_CONFIG => Request::GetTopicConfig {
             topic: f.string("topic")?,
+            lo: f.opt_bool("lo") == Some(true),
         },
         code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
             Request::CreateSubscriptionGroup(json_body::<SubscriptionGroupConfig>(cmd)?)
@@ -198,6 +199,13 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
         },
         code::NOTIFY_CONSUMER_IDS_CHANGED => Request::NotifyConsumerIdsChanged {
             group: f.string("consumerGroup")?,
+        },
+        code::RESET_CONSUMER_CLIENT_OFFSET => Request::ResetConsumerClientOffset {
+            topic: f.string("topic")?,
+            group: f.string("group")?,
+            timestamp: f.num("timestamp")?,
+            offsets: body::parse_reset_offsets(&cmd.body.to_bytes())
+                .map_err(|e| system_error(format!("malformed ResetOffsetBody: {e}")))?,
         },
         pop if super::pop::is_pop_code(pop) => Request::Pop(super::pop::decode(cmd)?),
         admin if super::admin::is_admin_code(admin) => Request::Admin(super::admin::decode(cmd)?),
@@ -347,7 +355,7 @@ fn decode_pull(cmd: &RemotingCommand) -> Result<PullRequest, ErrorReply> {
     })
 }
 
-fn decode_create_topic(f: &Fields) -> Result<TopicConfig, ErrorReply> {
+pub(super) fn decode_create_topic(f: &Fields) -> Result<TopicConfig, ErrorReply> {
     let topic_filter_type = match f.opt("topicFilterType") {
         None | Some("SINGLE_TAG") => TopicFilterType::SingleTag,
         Some("MULTI_TAG") => TopicFilterType::MultiTag,
@@ -452,6 +460,9 @@ fn decode_register_broker(cmd: &RemotingCommand) -> Result<BrokerRegistration, E
     Ok(BrokerRegistration {
         data_version: parsed.topic_config_serialize_wrapper.data_version,
         topics: parsed.topic_config_serialize_wrapper.topic_config_table,
+        topic_queue_mappings: parsed
+            .topic_config_serialize_wrapper
+            .topic_queue_mapping_info_map,
         filter_server_list: parsed.filter_server_list,
         ..registration
     })
@@ -536,30 +547,14 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
         Request::GetConsumerListByGroup { group } | Request::NotifyConsumerIdsChanged { group } => {
             out.put("consumerGroup", group);
         }
-        Request::CreateTopic(topic) => {
-            out.put("topic", &topic.topic_name)
-                .put("defaultTopic", skiff_model::topic::AUTO_CREATE_TOPIC_KEY)
-                .put("readQueueNums", topic.read_queue_nums)
-                .put("writeQueueNums", topic.write_queue_nums)
-                .put("perm", topic.perm)
-                .put(
-                    "topicFilterType",
-                    match topic.topic_filter_type {
-                        TopicFilterType::SingleTag => "SINGLE_TAG",
-                        TopicFilterType::MultiTag => "MULTI_TAG",
-                    },
-                )
-                .put("topicSysFlag", topic.topic_sys_flag)
-                .put("order", topic.order);
-            if !topic.attributes.is_empty() {
-                out.put("attributes", format_attributes(&topic.attributes));
-            }
-        }
+        Request::CreateTopic(topic) => put_create_topic(&mut out, topic),
         Request::DeleteTopicInBroker { topic }
         | Request::GetTopicStats { topic }
-        | Request::GetTopicConfig { topic }
         | Request::GetRouteInfo { topic } => {
             out.put("topic", topic);
+        }
+        Request::GetTopicConfig { topic, lo } => {
+            out.put("topic", topic).put("lo", lo);
         }
         Request::QueryMessage {
             topic,
@@ -655,6 +650,20 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
                 .put("bname", &check.broker_name);
             cmd.body = Body::from(check.message.clone());
         }
+        Request::ResetConsumerClientOffset {
+            topic,
+            group,
+            timestamp,
+            offsets,
+        } => {
+            // `ResetOffsetRequestHeader` as `Broker2Client.resetOffset` fills it.
+            out.put("topic", topic)
+                .put("group", group)
+                .put("timestamp", timestamp)
+                .put("isForce", false)
+                .put("queueId", -1);
+            cmd.body = Body::from(body::reset_offset_json(offsets).into_bytes());
+        }
         Request::GetAllTopicConfig
         | Request::GetBrokerRuntimeInfo
         | Request::GetBrokerClusterInfo
@@ -702,8 +711,31 @@ pub fn request_code(request: &Request) -> i32 {
         Request::NotifyConsumerIdsChanged { .. } => code::NOTIFY_CONSUMER_IDS_CHANGED,
         Request::EndTransaction(_) => code::END_TRANSACTION,
         Request::CheckTransactionState(_) => code::CHECK_TRANSACTION_STATE,
+        Request::ResetConsumerClientOffset { .. } => code::RESET_CONSUMER_CLIENT_OFFSET,
         Request::Pop(pop) => super::pop::request_code(pop),
         Request::Admin(admin) => super::admin::request_code(admin),
+    }
+}
+
+/// `CreateTopicRequestHeader`'s fields for `topic` (UPDATE_AND_CREATE_TOPIC and
+/// UPDATE_AND_CREATE_STATIC_TOPIC).
+pub(super) fn put_create_topic(out: &mut FieldsOut, topic: &TopicConfig) {
+    out.put("topic", &topic.topic_name)
+        .put("defaultTopic", skiff_model::topic::AUTO_CREATE_TOPIC_KEY)
+        .put("readQueueNums", topic.read_queue_nums)
+        .put("writeQueueNums", topic.write_queue_nums)
+        .put("perm", topic.perm)
+        .put(
+            "topicFilterType",
+            match topic.topic_filter_type {
+                TopicFilterType::SingleTag => "SINGLE_TAG",
+                TopicFilterType::MultiTag => "MULTI_TAG",
+            },
+        )
+        .put("topicSysFlag", topic.topic_sys_flag)
+        .put("order", topic.order);
+    if !topic.attributes.is_empty() {
+        out.put("attributes", format_attributes(&topic.attributes));
     }
 }
 
@@ -901,6 +933,28 @@ mod tests {
             decode_request(&frame).unwrap(),
             Request::CheckTransactionState(check)
         );
+    }
+
+    #[test]
+    fn a_client_side_reset_carries_the_offsets_as_java_writes_them() {
+        let queue = |queue_id| skiff_model::consumer::MessageQueue {
+            topic: "T".into(),
+            broker_name: "broker-a".into(),
+            queue_id,
+        };
+        let reset = Request::ResetConsumerClientOffset {
+            topic: "T".into(),
+            group: "G".into(),
+            timestamp: 1_700_000_000_000,
+            offsets: vec![(queue(0), 3), (queue(1), 0)],
+        };
+        let frame = encode_request(&reset, 4, true);
+        assert_eq!(frame.code, 220);
+        assert_eq!(
+            String::from_utf8(frame.body.to_bytes().to_vec()).unwrap(),
+            r#"{"offsetTable":{{"brokerName":"broker-a","queueId":0,"topic":"T"}:3,{"brokerName":"broker-a","queueId":1,"topic":"T"}:0}}"#
+        );
+        assert_eq!(decode_request(&frame).unwrap(), reset);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use skiff_model::consumer::{
     TopicStatsTable,
 };
 use skiff_model::route::TopicConfig;
+use skiff_model::static_topic::TopicQueueMappingDetail;
 use skiff_model::topic;
 use skiff_protocol::remoting::SKIFF_VERSION;
 use tracing::info;
@@ -57,6 +58,101 @@ pub(super) fn create_topics(state: &Arc<BrokerState>, configs: Vec<TopicConfig>)
         state.name_servers.register_changed(&state).await;
         Reply::Success
     }))
+}
+
+/// UPDATE_AND_CREATE_STATIC_TOPIC (`mqadmin updateStaticTopic`, `remappingStaticTopic`): the
+/// topic's settings as sent (Java's `updateAndCreateStaticTopic` replaces them) and this broker's
+/// part of the mapping, then a registration with the name servers, which put the mapping in the
+/// route. The mapping is checked before anything changes (Java stores the settings first and
+/// then answers a refused mapping with SYSTEM_ERROR). A broker hosting none of the logical
+/// queues gets zero queues, as in Java.
+///
+/// Skiff serves a logical queue as the physical queue of the same id, without Java's offset
+/// translation and forwarding between groups, so it refuses a mapping that is not one to one:
+/// what mqadmin makes when it spreads a static topic over several broker groups or remaps it
+/// between them. On one broker group mqadmin's mappings are always one to one.
+pub(super) fn create_static_topic(
+    state: &Arc<BrokerState>,
+    config: TopicConfig,
+    mapping: TopicQueueMappingDetail,
+    force: bool,
+) -> Handled {
+    if let Err(remark) = topic::validate_topic(&config.topic_name) {
+        return Handled::Now(Reply::error(ErrorKind::InvalidParameter, remark));
+    }
+    if state.topics.is_system_topic(&config.topic_name) {
+        return Handled::Now(Reply::error(
+            ErrorKind::InvalidParameter,
+            format!(
+                "The topic[{}] is conflict with system topic.",
+                config.topic_name
+            ),
+        ));
+    }
+    let max = state.config.max_topic_queue_nums;
+    for (key, value) in [
+        ("readQueueNums", config.read_queue_nums),
+        ("writeQueueNums", config.write_queue_nums),
+    ] {
+        if !(0..=max).contains(&value) {
+            return Handled::Now(Reply::error(
+                ErrorKind::InvalidParameter,
+                format!(
+                    "{key} {value} of topic {} is out of range [0, {max}] (maxTopicQueueNums)",
+                    config.topic_name
+                ),
+            ));
+        }
+    }
+    if mapping.topic != config.topic_name || mapping.bname != state.config.broker_name {
+        return Handled::Now(Reply::error(
+            ErrorKind::SystemError,
+            format!(
+                "the mapping is of topic {} on broker {}, not of {} on {}",
+                mapping.topic, mapping.bname, config.topic_name, state.config.broker_name
+            ),
+        ));
+    }
+    if let Some(remark) = not_one_to_one(&mapping) {
+        return Handled::Now(Reply::error(ErrorKind::SystemError, remark));
+    }
+    if let Err(remark) = state.static_topics.update(mapping, force) {
+        return Handled::Now(Reply::error(ErrorKind::SystemError, remark));
+    }
+    info!(topic = %config.topic_name, queues = config.write_queue_nums, "static topic created or updated");
+    state.topics.upsert(config);
+    let state = state.clone();
+    Handled::Later(Box::pin(async move {
+        state.name_servers.register_changed(&state).await;
+        Reply::Success
+    }))
+}
+
+/// Why Skiff cannot serve `mapping` (see [`create_static_topic`]): a logical queue with history
+/// on other queues, on another physical queue id, or starting past offset 0.
+fn not_one_to_one(mapping: &TopicQueueMappingDetail) -> Option<String> {
+    mapping.hosted_queues.iter().find_map(|(global_id, items)| {
+        let one_to_one = match items.as_slice() {
+            [item] => {
+                item.queue_id == *global_id
+                    && item.bname == mapping.bname
+                    && item.logic_offset == 0
+                    && item.start_offset == 0
+            }
+            _ => false,
+        };
+        (!one_to_one).then(|| {
+            format!(
+                "Skiff serves static topic {}'s logical queues as the physical queues of the same id on one broker group; this mapping puts logical queue {global_id} on {:?}, which needs offset translation between broker groups that Skiff does not do. Keep a static topic on one broker group (updateStaticTopic -b {})",
+                mapping.topic,
+                items
+                    .iter()
+                    .map(|item| format!("{}/{} from {}", item.bname, item.queue_id, item.logic_offset))
+                    .collect::<Vec<_>>(),
+                mapping.bname,
+            )
+        })
+    })
 }
 
 /// What `TopicValidator` and Skiff's limits refuse, with Java's remarks.
@@ -129,6 +225,7 @@ pub(super) fn delete_topic(state: &Arc<BrokerState>, name: &str) -> Handled {
         ));
     }
     state.topics.remove(name);
+    state.static_topics.remove(name);
     state.offsets.remove_topic(name);
     state.traffic.remove_topic(name);
     let state = state.clone();

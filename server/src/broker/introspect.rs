@@ -91,6 +91,11 @@ pub(super) fn handle(state: &Arc<BrokerState>, command: AdminCommand) -> Handled
         AdminCommand::CleanUnusedTopic => clean_unused_topics(state),
         AdminCommand::CleanExpiredConsumeQueue => clean_expired_queues(state),
         AdminCommand::CreateTopicList(topics) => super::admin::create_topics(state, topics),
+        AdminCommand::CreateStaticTopic {
+            config,
+            mapping,
+            force,
+        } => super::admin::create_static_topic(state, config, mapping, force),
         AdminCommand::CreateUser { caller, user } => {
             change_users(state, move |users| users.create(caller.as_deref(), user))
         }
@@ -246,7 +251,14 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
             timestamp,
             queue_id,
             offset,
-        } => reset_offset(state, &topic, &group, timestamp, queue_id, offset),
+            force,
+        } => {
+            if state.config.use_server_side_reset_offset {
+                reset_offset(state, &topic, &group, timestamp, queue_id, offset)
+            } else {
+                reset_offset_on_clients(state, &topic, &group, timestamp, force)
+            }
+        }
         AdminCommand::StatsData { name, key } => match state.traffic.data(&name, &key) {
             Some(data) => Reply::Admin(AdminReply::StatsData(data)),
             None => Reply::error(
@@ -351,6 +363,82 @@ fn query_consume_queue(
             .collect(),
     );
     Reply::Admin(AdminReply::ConsumeQueue(Box::new(view)))
+}
+
+/// INVOKE_BROKER_TO_RESET_OFFSET with `useServerSideResetOffset=false`, as Java's
+/// `Broker2Client.resetOffset`: for each queue the offset of `timestamp` (-1: the end), unless it
+/// is past the committed one and not `force`; the table is pushed to every live consumer of the
+/// group (RESET_CONSUMER_CLIENT_OFFSET), which moves to it and commits it, and is the answer.
+/// Without a live consumer the answer is CONSUMER_NOT_ONLINE, on which mqadmin commits the
+/// offsets itself. C++ clients get the same JSON body as the others (Java sends them a list).
+fn reset_offset_on_clients(
+    state: &BrokerState,
+    topic: &str,
+    group: &str,
+    timestamp: i64,
+    force: bool,
+) -> Reply {
+    let Some(config) = state.topics.get(topic) else {
+        return Reply::error(
+            ErrorKind::TopicNotExist,
+            format!("[reset-offset] reset offset failed, no topic in this broker. topic={topic}"),
+        );
+    };
+    let mut offsets = Vec::new();
+    for queue_id in 0..config.write_queue_nums.max(0) {
+        let Some(committed) = state.offsets.query(group, topic, queue_id) else {
+            return Reply::error(
+                ErrorKind::SystemError,
+                format!("THe consumer group <{group}> not exist"),
+            );
+        };
+        let at_time = if timestamp == -1 {
+            state.store.max_offset_in_queue(topic, queue_id)
+        } else {
+            state
+                .store
+                .offset_by_time(topic, queue_id, timestamp, BoundaryType::Lower)
+        }
+        .max(0);
+        let queue = MessageQueue {
+            topic: topic.to_string(),
+            broker_name: state.config.broker_name.clone(),
+            queue_id,
+        };
+        offsets.push((
+            queue,
+            if force || at_time < committed {
+                at_time
+            } else {
+                committed
+            },
+        ));
+    }
+    let consumers = state.consumers.channels(group);
+    if consumers.is_empty() {
+        return Reply::error(
+            ErrorKind::ConsumerNotOnline,
+            format!("Consumer not online, so can not reset offset, Group: {group} Topic: {topic} Timestamp: {timestamp}"),
+        );
+    }
+    let push = Request::ResetConsumerClientOffset {
+        topic: topic.to_string(),
+        group: group.to_string(),
+        timestamp,
+        offsets: offsets.clone(),
+    };
+    for channel in &consumers {
+        channel.send_oneway(&push);
+    }
+    info!(
+        topic,
+        group,
+        timestamp,
+        force,
+        consumers = consumers.len(),
+        "consumer offsets reset on the clients"
+    );
+    Reply::Admin(AdminReply::ResetOffsets(offsets))
 }
 
 /// INVOKE_BROKER_TO_RESET_OFFSET as Java 5's server-side reset (`resetOffsetInner`): the offsets
@@ -636,6 +724,9 @@ fn answer_once_written(flush: impl FnOnce(Duration) -> bool + Send + 'static) ->
     }))
 }
 
+/// How long UPDATE_BROKER_CONFIG waits for its settings to be in the config file.
+const SETTINGS_FILE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Keys UPDATE_BROKER_CONFIG refuses (Java's default `configBlackList`).
 const CONFIG_BLACK_LIST: [&str; 2] = ["configBlackList", "brokerConfigPath"];
 
@@ -643,11 +734,12 @@ const CONFIG_BLACK_LIST: [&str; 2] = ["configBlackList", "brokerConfigPath"];
 /// a request with one bad value changes nothing (Java skips such a value silently; Skiff names
 /// it). `brokerPermission` takes effect at once and is announced to the name servers (as Java's
 /// `registerBrokerAll`); other settings are shown by GET_BROKER_CONFIG and take effect after a
-/// restart once the config file says so (Java rewrites its config file; Skiff does not).
+/// restart. All are written into the config file the broker started from before the answer, as
+/// Java's `Configuration.persist` writes its `brokerConfigPath`.
 fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
     // Held throughout, so that two updates at once do not lose one (Java's is `synchronized`).
     let mut settings = state.settings.write();
-    let (updated, keys) = match crate::config::with_updates(
+    let (updated, changes) = match crate::config::with_updates(
         &*settings,
         properties,
         &CONFIG_BLACK_LIST,
@@ -656,22 +748,45 @@ fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
         Ok(updated) => updated,
         Err(refused) => return Handled::Now(refused.into()),
     };
-    let permission_changed = keys.iter().any(|k| k == "brokerPermission");
-    info!(?keys, "broker settings updated (UPDATE_BROKER_CONFIG); brokerPermission applies at once, the others after a restart with the config file changed");
+    let keys: Vec<&str> = changes.iter().map(|(key, _)| key.as_str()).collect();
+    let permission_changed = keys.contains(&"brokerPermission");
+    match &state.settings_file {
+        Some(file) => {
+            info!(?keys, file = %file.path().display(), "broker settings updated (UPDATE_BROKER_CONFIG) and written into the config file; brokerPermission applies at once, the others after a restart");
+            file.record(&changes);
+        }
+        None => {
+            info!(?keys, "broker settings updated (UPDATE_BROKER_CONFIG); brokerPermission applies at once, the others would after a restart, but the broker started without a config file: they are lost at a restart (start with -c FILE to keep them)");
+        }
+    }
     state.broker_permission.store(
         updated.broker_permission,
         std::sync::atomic::Ordering::Relaxed,
     );
     *settings = updated;
     drop(settings);
-    if !permission_changed {
-        return Handled::Now(Reply::Success);
-    }
     let state = state.clone();
     Handled::Later(Box::pin(async move {
-        // A new data version, so that name servers take the routes with the new permission.
-        state.topics.touch();
-        state.name_servers.register(&state).await;
+        // As Java's `Configuration.update`, the file is written before the answer.
+        let written = {
+            let state = state.clone();
+            tokio::task::spawn_blocking(move || {
+                state
+                    .settings_file
+                    .as_ref()
+                    .is_none_or(|file| file.flush(SETTINGS_FILE_TIMEOUT))
+            })
+            .await
+            .unwrap_or(false)
+        };
+        if !written {
+            warn!("the config file is not written yet (see the earlier warning); the settings hold until a restart");
+        }
+        if permission_changed {
+            // A new data version, so that name servers take the routes with the new permission.
+            state.topics.touch();
+            state.name_servers.register(&state).await;
+        }
         Reply::Success
     }))
 }

@@ -12,7 +12,7 @@ mod admin;
 mod auth;
 mod client;
 mod cold_read;
-mod config_file;
+pub(crate) mod config_file;
 mod console;
 mod consumers;
 mod groups;
@@ -32,6 +32,7 @@ mod registration;
 mod schedule;
 mod send;
 mod send_back;
+mod static_topics;
 mod stats;
 mod timer;
 mod topics;
@@ -73,9 +74,11 @@ pub(crate) struct BrokerState {
     /// The configuration the broker started with (most settings are read from here).
     config: BrokerConfig,
     /// The configuration as UPDATE_BROKER_CONFIG left it: what GET_BROKER_CONFIG shows. Of its
-    /// changes, `brokerPermission` takes effect at once (`broker_permission`); the rest wait for
-    /// a restart with the config file changed.
+    /// changes, `brokerPermission` takes effect at once (`broker_permission`); all are written
+    /// into the config file (`settings_file`) and so apply after a restart.
     settings: parking_lot::RwLock<BrokerConfig>,
+    /// The config file the broker started from, kept up to date with UPDATE_BROKER_CONFIG.
+    settings_file: Option<crate::config::write_back::WriteBack>,
     /// `brokerPermission` in force (UPDATE_BROKER_CONFIG changes it at runtime).
     broker_permission: std::sync::atomic::AtomicI32,
     /// `brokerIP1:listenPort`: what clients connect to and what record STOREHOSTs say.
@@ -84,6 +87,8 @@ pub(crate) struct BrokerState {
     store_host: SocketAddr,
     store: Arc<MessageStore>,
     topics: TopicConfigManager,
+    /// The broker's part of each static topic.
+    static_topics: static_topics::TopicQueueMappingManager,
     groups: SubscriptionGroupManager,
     offsets: ConsumerOffsetManager,
     consumers: ConsumerManager,
@@ -129,8 +134,13 @@ impl BrokerState {
     ) -> BrokerState {
         BrokerState {
             settings: parking_lot::RwLock::new(config.clone()),
+            settings_file: config
+                .config_file
+                .clone()
+                .map(crate::config::write_back::WriteBack::spawn),
             broker_permission: std::sync::atomic::AtomicI32::new(config.broker_permission),
             topics: TopicConfigManager::load(&config),
+            static_topics: static_topics::TopicQueueMappingManager::load(&config),
             groups: SubscriptionGroupManager::load(&config),
             offsets: ConsumerOffsetManager::load(&config),
             consumers: ConsumerManager::default(),
@@ -271,8 +281,14 @@ impl Service for BrokerState {
                     data_version,
                 })
             }
-            Request::GetTopicConfig { topic } => Handled::Now(match self.topics.get(&topic) {
-                Some(config) => Reply::TopicConfig(config),
+            Request::GetTopicConfig { topic, lo } => Handled::Now(match self.topics.get(&topic) {
+                Some(config) => Reply::TopicConfig {
+                    config: Box::new(config),
+                    mapping: lo
+                        .then(|| self.static_topics.get(&topic))
+                        .flatten()
+                        .map(Box::new),
+                },
                 None => Reply::error(
                     ErrorKind::TopicNotExist,
                     format!("No topic in this broker. topic: {topic}"),
@@ -356,6 +372,7 @@ pub fn request_name(request: &Request) -> &'static str {
         Request::GetAllTopicList => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
         Request::DeleteTopicInNamesrv { .. } => "DELETE_TOPIC_IN_NAMESRV",
         Request::NotifyConsumerIdsChanged { .. } => "NOTIFY_CONSUMER_IDS_CHANGED",
+        Request::ResetConsumerClientOffset { .. } => "RESET_CONSUMER_CLIENT_OFFSET",
         Request::EndTransaction(_) => "END_TRANSACTION",
         Request::CheckTransactionState(_) => "CHECK_TRANSACTION_STATE",
         Request::Pop(command) => pop_request_name(command),
@@ -391,6 +408,7 @@ fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static st
         AdminCommand::CleanUnusedTopic => "CLEAN_UNUSED_TOPIC",
         AdminCommand::CleanExpiredConsumeQueue => "CLEAN_EXPIRED_CONSUMEQUEUE",
         AdminCommand::CreateTopicList(_) => "UPDATE_AND_CREATE_TOPIC_LIST",
+        AdminCommand::CreateStaticTopic { .. } => "UPDATE_AND_CREATE_STATIC_TOPIC",
         AdminCommand::CreateSubscriptionGroupList(_) => "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST",
         AdminCommand::DeleteExpiredCommitLog => "DELETE_EXPIRED_COMMITLOG",
         AdminCommand::ExportRocksDbConfig { .. } => "EXPORT_ROCKSDB_CONFIG_TO_JSON",
@@ -727,6 +745,7 @@ impl Broker {
             }
             state.offsets.persist_if_dirty();
             state.topics.persist();
+            state.static_topics.persist();
             state.groups.persist();
             state.store.shutdown();
         })

@@ -316,6 +316,7 @@ fn registration(
         heartbeat_timeout_millis: None,
         enable_acting_master: false,
         data_version,
+        topic_queue_mappings: state.static_topics.infos(topics.keys()),
         topics,
         filter_server_list: Vec::new(),
     }

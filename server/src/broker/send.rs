@@ -277,6 +277,10 @@ fn prepare(
             if properties.uniq_key().is_none() {
                 properties.insert(keys::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, uniq_ids.next(now));
             }
+            // As Java's `buildMsgContext`: every stored message names the broker's region and
+            // trace switch, whatever the client put there.
+            properties.insert(keys::MSG_REGION, state.config.region_id.clone());
+            properties.insert(keys::TRACE_ON, state.config.trace_on.to_string());
             properties.insert(keys::CLUSTER, state.config.broker_cluster_name.clone());
             let (topic, queue_id) = timer::redirect(
                 &state.config,

@@ -140,6 +140,9 @@ pub struct BrokerConfig {
     pub use_tls: Option<bool>,
     /// The `tls.*` settings of the broker's listener.
     pub tls: TlsConfig,
+    /// The config file read last ([`BrokerConfig::apply_file`], Java's `brokerConfigPath`):
+    /// UPDATE_BROKER_CONFIG writes its settings back into it.
+    pub config_file: Option<PathBuf>,
     pub broker_role: BrokerRole,
     /// `None` = `listenPort + 1`, as Java's `BrokerStartup` sets it.
     pub ha_listen_port: Option<u16>,
@@ -156,6 +159,10 @@ pub struct BrokerConfig {
     pub timer_roll_window_slot: i64,
     /// Refuse prepared (transactional) sends with NO_PERMISSION.
     pub reject_transaction_message: bool,
+    /// `useServerSideResetOffset` (Java 5's default, true): INVOKE_BROKER_TO_RESET_OFFSET commits
+    /// the offsets and tells each consumer at its next pull; false, the broker instead pushes the
+    /// offsets to the group's live consumers (RESET_CONSUMER_CLIENT_OFFSET), as Java 4 did.
+    pub use_server_side_reset_offset: bool,
     /// Milliseconds an unresolved half message waits before the broker asks its producer.
     pub transaction_time_out: u64,
     /// Checks of one half message before it goes to `TRANS_CHECK_MAX_TIME_TOPIC`.
@@ -281,6 +288,7 @@ impl Default for BrokerConfig {
             server_max_in_flight_requests: 4096,
             use_tls: None,
             tls: TlsConfig::default(),
+            config_file: None,
             broker_role: BrokerRole::AsyncMaster,
             ha_listen_port: None,
             timer_wheel_enable: true,
@@ -290,6 +298,7 @@ impl Default for BrokerConfig {
             mapped_file_size_timer_log: 100 * 1024 * 1024,
             timer_roll_window_slot: 3600 * 24 * 2,
             reject_transaction_message: false,
+            use_server_side_reset_offset: true,
             transaction_time_out: 6_000,
             transaction_check_max: 15,
             transaction_check_interval: 30_000,
@@ -394,6 +403,7 @@ settings!(BrokerConfig {
     "mappedFileSizeTimerLog" => mapped_file_size_timer_log vet timer_log_size,
     "timerRollWindowSlot" => timer_roll_window_slot,
     "rejectTransactionMessage" => reject_transaction_message,
+    "useServerSideResetOffset" => use_server_side_reset_offset,
     "transactionTimeOut" => transaction_time_out,
     "transactionCheckMax" => transaction_check_max vet positive,
     "transactionCheckInterval" => transaction_check_interval vet positive,
@@ -554,7 +564,9 @@ impl BrokerConfig {
 
     /// Applies the settings of a `.toml` or Java properties file on top of the current ones.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), ConfigError> {
-        source::apply_file(self, path)
+        source::apply_file(self, path)?;
+        self.config_file = Some(path.to_owned());
+        Ok(())
     }
 
     /// Sets one setting by its Java name (file loading and `--set key=value` both come here).

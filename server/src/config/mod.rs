@@ -17,6 +17,7 @@ pub(crate) mod properties;
 mod source;
 mod tls;
 mod value;
+pub(crate) mod write_back;
 
 pub use broker::{BrokerConfig, BrokerRole, FlushDiskType, MetricsExporterType};
 pub use error::{ConfigError, Location};
@@ -107,13 +108,13 @@ impl From<UpdateRefused> for skiff_model::command::Reply {
 }
 
 /// `current` with every setting of the properties `text` applied, checked by `validate`, and
-/// the keys it set: all or nothing.
+/// the settings it made (key and value, in text order): all or nothing.
 pub(crate) fn with_updates<S: Settings + Clone>(
     current: &S,
     text: &str,
     black_list: &[&str],
     validate: impl Fn(&S) -> Result<(), ConfigError>,
-) -> Result<(S, Vec<String>), UpdateRefused> {
+) -> Result<(S, Vec<(String, String)>), UpdateRefused> {
     let entries =
         properties::parse(text).map_err(|(line, message)| UpdateRefused::Syntax(line, message))?;
     if entries.iter().any(|e| black_list.contains(&e.key.as_str())) {
@@ -124,7 +125,10 @@ pub(crate) fn with_updates<S: Settings + Clone>(
         set_one(&mut updated, &entry.key, &entry.value, None).map_err(UpdateRefused::Invalid)?;
     }
     validate(&updated).map_err(UpdateRefused::Invalid)?;
-    Ok((updated, entries.into_iter().map(|e| e.key).collect()))
+    Ok((
+        updated,
+        entries.into_iter().map(|e| (e.key, e.value)).collect(),
+    ))
 }
 
 /// Sets one key: ours, a Java key Skiff ignores (warned about once), or an error.

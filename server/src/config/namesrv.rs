@@ -26,6 +26,9 @@ pub struct NamesrvConfig {
     pub acl_enable: bool,
     /// The ACL file, as the broker's `rocketmq.acl.plain.file`.
     pub acl_plain_file: PathBuf,
+    /// The config file read last ([`NamesrvConfig::apply_file`]): UPDATE_NAMESRV_CONFIG writes
+    /// its settings back into it.
+    pub config_file: Option<PathBuf>,
 }
 
 impl Default for NamesrvConfig {
@@ -39,6 +42,7 @@ impl Default for NamesrvConfig {
             tls: TlsConfig::default(),
             acl_enable: false,
             acl_plain_file: PathBuf::from("conf/plain_acl.yml"),
+            config_file: None,
         }
     }
 }
@@ -69,7 +73,9 @@ impl NamesrvConfig {
 
     /// Applies the settings of a `.toml` or Java properties file on top of the current ones.
     pub fn apply_file(&mut self, path: &Path) -> Result<(), ConfigError> {
-        source::apply_file(self, path)
+        source::apply_file(self, path)?;
+        self.config_file = Some(path.to_owned());
+        Ok(())
     }
 
     /// Sets one setting by its Java name.

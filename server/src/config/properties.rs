@@ -51,7 +51,7 @@ pub(crate) fn parse(text: &str) -> Result<Vec<Entry>, SyntaxError> {
 }
 
 /// Lines ended by `\n`, `\r\n` or `\r`, as Java's `LineReader` sees them.
-fn natural_lines(text: &str) -> Vec<&str> {
+pub(crate) fn natural_lines(text: &str) -> Vec<&str> {
     let mut lines = Vec::new();
     let mut rest = text;
     while !rest.is_empty() {
@@ -82,7 +82,7 @@ fn trim_start(line: &str) -> &str {
     line.trim_start_matches(is_blank)
 }
 
-fn ends_with_odd_backslashes(line: &str) -> bool {
+pub(crate) fn ends_with_odd_backslashes(line: &str) -> bool {
     line.chars().rev().take_while(|&c| c == '\\').count() % 2 == 1
 }
 

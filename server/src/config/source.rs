@@ -33,7 +33,7 @@ pub(crate) fn apply_file<S: Settings>(settings: &mut S, path: &Path) -> Result<(
 }
 
 /// The file as text: UTF-8, or else ISO-8859-1, which is how Java's `Properties.load` reads bytes.
-fn read_text(path: &Path) -> Result<String, ConfigError> {
+pub(crate) fn read_text(path: &Path) -> Result<String, ConfigError> {
     let bytes = std::fs::read(path).map_err(|source| ConfigError::Read {
         path: path.to_owned(),
         source,

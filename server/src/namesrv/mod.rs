@@ -27,8 +27,10 @@ struct NameServerService {
     routes: RouteInfoManager,
     kv: kv_config::KvConfigManager,
     /// The settings as UPDATE_NAMESRV_CONFIG left them (GET_NAMESRV_CONFIG's answer); changes
-    /// take effect after a restart once the config file says so.
+    /// are written into the config file (`settings_file`) and take effect after a restart.
     settings: parking_lot::RwLock<crate::config::NamesrvConfig>,
+    /// The config file the name server started from, kept up to date with UPDATE_NAMESRV_CONFIG.
+    settings_file: Option<crate::config::write_back::WriteBack>,
     broker_timeout: Duration,
     /// `aclEnable`: the accounts every request is checked against.
     acl: Option<Arc<crate::acl::AccessControl>>,
@@ -116,12 +118,13 @@ const CONFIG_BLACK_LIST: [&str; 3] = ["configBlackList", "configStorePath", "kvC
 impl NameServerService {
     /// UPDATE_NAMESRV_CONFIG (`DefaultRequestProcessor.updateConfig`): checked and applied
     /// together; GET_NAMESRV_CONFIG shows the result. Nothing of it changes the running name
-    /// server: the settings take effect after a restart once the config file says so (Java
-    /// rewrites its `configStorePath` file; Skiff does not).
+    /// server: the settings are written into the config file it started from (soon after the
+    /// answer, by the file's writer thread) and take effect after a restart. Java writes them
+    /// into its `configStorePath` file, which it does not read at start.
     fn update_config(&self, ctx: &RequestContext, properties: &str) -> Reply {
         // Held throughout, so that two updates at once do not lose one.
         let mut settings = self.settings.write();
-        let (updated, keys) = match crate::config::with_updates(
+        let (updated, changes) = match crate::config::with_updates(
             &*settings,
             properties,
             &CONFIG_BLACK_LIST,
@@ -130,7 +133,16 @@ impl NameServerService {
             Ok(updated) => updated,
             Err(refused) => return refused.into(),
         };
-        info!(?keys, client = %ctx.channel.peer(), "name server settings updated (UPDATE_NAMESRV_CONFIG); they apply after a restart with the config file changed");
+        let keys: Vec<&str> = changes.iter().map(|(key, _)| key.as_str()).collect();
+        match &self.settings_file {
+            Some(file) => {
+                info!(?keys, client = %ctx.channel.peer(), file = %file.path().display(), "name server settings updated (UPDATE_NAMESRV_CONFIG) and written into the config file; they apply after a restart");
+                file.record(&changes);
+            }
+            None => {
+                info!(?keys, client = %ctx.channel.peer(), "name server settings updated (UPDATE_NAMESRV_CONFIG); started without a config file, so they are lost at a restart (start with -c FILE to keep them)");
+            }
+        }
         *settings = updated;
         Reply::Success
     }
@@ -192,6 +204,7 @@ impl NameServerService {
             | AdminCommand::CleanUnusedTopic
             | AdminCommand::CleanExpiredConsumeQueue
             | AdminCommand::CreateTopicList(_)
+            | AdminCommand::CreateStaticTopic { .. }
             | AdminCommand::CreateSubscriptionGroupList(_)
             | AdminCommand::DeleteExpiredCommitLog
             | AdminCommand::ExportRocksDbConfig { .. }
@@ -257,6 +270,10 @@ impl NameServer {
             routes: RouteInfoManager::default(),
             kv: kv_config::KvConfigManager::default(),
             settings: parking_lot::RwLock::new(config.clone()),
+            settings_file: config
+                .config_file
+                .clone()
+                .map(crate::config::write_back::WriteBack::spawn),
             broker_timeout: Duration::from_millis(config.broker_channel_expired_time),
             acl,
         });

@@ -13,6 +13,7 @@ use skiff_model::route::{
     BrokerData, BrokerRegistration, ClusterInfo, DataVersion, QueueData, RegistrationResult,
     TopicConfig, TopicRouteData, MASTER_ID,
 };
+use skiff_model::static_topic::TopicQueueMappingInfo;
 
 /// When a broker was last heard from, and on which connection.
 struct BrokerLive {
@@ -29,6 +30,8 @@ struct BrokerLive {
 struct Tables {
     /// topic → queues of that topic on each broker group.
     topic_queue_table: HashMap<String, GroupQueues>,
+    /// static topic → what each broker group registered of its mapping.
+    topic_queue_mapping_table: HashMap<String, BTreeMap<String, TopicQueueMappingInfo>>,
     /// broker name → group (cluster, member addresses).
     broker_addr_table: BTreeMap<String, BrokerData>,
     /// cluster → broker names.
@@ -101,6 +104,17 @@ impl RouteInfoManager {
                         .is_some_and(|queues| queues.contains(&registration.broker_name));
                 if !known {
                     upsert_queue_data(&mut tables, &registration.broker_name, topic);
+                }
+            }
+            // Java's `topicQueueMappingInfoTable`: a new table version (or the first
+            // registration) brings the mappings, each under the group it names.
+            if topics_changed {
+                for (topic, info) in &registration.topic_queue_mappings {
+                    tables
+                        .topic_queue_mapping_table
+                        .entry(topic.clone())
+                        .or_default()
+                        .insert(info.bname.clone(), info.clone());
                 }
             }
         }
@@ -214,6 +228,10 @@ impl RouteInfoManager {
         Some(TopicRouteData {
             queue_datas,
             broker_datas,
+            topic_queue_mapping_by_broker: tables
+                .topic_queue_mapping_table
+                .get(topic)
+                .map(|mappings| Box::new(mappings.clone())),
             ..TopicRouteData::default()
         })
     }
@@ -255,6 +273,7 @@ impl RouteInfoManager {
         let mut tables = self.tables.write();
         let Some(cluster) = cluster.filter(|c| !c.is_empty()) else {
             tables.topic_queue_table.remove(topic);
+            tables.topic_queue_mapping_table.remove(topic);
             return;
         };
         let brokers = tables
@@ -268,6 +287,12 @@ impl RouteInfoManager {
                 .retain(|queues| !brokers.contains(&queues.broker_name));
             if queues.0.is_empty() {
                 tables.topic_queue_table.remove(topic);
+            }
+        }
+        if let Some(mappings) = tables.topic_queue_mapping_table.get_mut(topic) {
+            mappings.retain(|broker_name, _| !brokers.contains(broker_name));
+            if mappings.is_empty() {
+                tables.topic_queue_mapping_table.remove(topic);
             }
         }
     }
@@ -372,6 +397,10 @@ fn remove_broker(tables: &mut Tables, broker: &BrokerIdentity) {
         queues.remove(&broker.broker_name);
         !queues.0.is_empty()
     });
+    tables.topic_queue_mapping_table.retain(|_, mappings| {
+        mappings.remove(&broker.broker_name);
+        !mappings.is_empty()
+    });
 }
 
 #[cfg(test)]
@@ -453,6 +482,46 @@ mod tests {
         changed.data_version.counter += 1;
         routes.register_broker(&changed, 1, TIMEOUT);
         assert_eq!(perms(&routes, "U"), vec![("a".to_string(), 6)]);
+    }
+
+    #[test]
+    fn a_static_topics_route_carries_each_groups_mapping_until_the_topic_goes() {
+        let routes = RouteInfoManager::default();
+        let mut a = registration("a", "10.0.0.1:10911", 0, &["S", "T"]);
+        let info = TopicQueueMappingInfo {
+            topic: "S".into(),
+            total_queues: 2,
+            bname: "a".into(),
+            epoch: 9,
+            curr_id_map: BTreeMap::from([(0, 0), (1, 1)]),
+            ..TopicQueueMappingInfo::default()
+        };
+        a.topic_queue_mappings.insert("S".into(), info.clone());
+        routes.register_broker(&a, 1, TIMEOUT);
+        let mapping = routes
+            .topic_route("S")
+            .unwrap()
+            .topic_queue_mapping_by_broker;
+        assert_eq!(
+            mapping,
+            Some(Box::new(BTreeMap::from([("a".to_string(), info)])))
+        );
+        assert_eq!(
+            routes
+                .topic_route("T")
+                .unwrap()
+                .topic_queue_mapping_by_broker,
+            None
+        );
+        routes.delete_topic("S", None);
+        routes.register_broker(&registration("a", "10.0.0.1:10911", 0, &["S"]), 1, TIMEOUT);
+        assert_eq!(
+            routes
+                .topic_route("S")
+                .unwrap()
+                .topic_queue_mapping_by_broker,
+            None
+        );
     }
 
     #[test]

@@ -638,6 +638,7 @@ pub(super) fn parse_write(path: &str, body: &[u8]) -> Result<Write, ApiAnswer> {
                 timestamp,
                 queue_id: i32::try_from(queue_id).unwrap_or(-1),
                 offset,
+                force: true,
             })
         }
     };
