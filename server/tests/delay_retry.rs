@@ -1,5 +1,6 @@
 //! Delay levels, CONSUMER_SEND_MSG_BACK, retry and dead-letter topics, in process: a broker with
-//! short delay levels, spoken to through the neutral model.
+//! short delay levels, spoken to through the neutral model; and the properties every stored
+//! message gets from the broker.
 
 mod common;
 
@@ -371,5 +372,23 @@ async fn retry_sends_past_the_limit_go_to_the_dead_letters() {
     assert_eq!(pull(&client, "%DLQ%OrderlyG", 0).await.len(), 1);
     assert_eq!(wait_for(&client, "%RETRY%OrderlyG", 0, 1).await.len(), 1);
     drop(client);
+    cluster.stop().await;
+}
+
+/// As Java's send processor, every stored message names the broker's region and trace switch,
+/// whatever the producer put there.
+#[tokio::test]
+async fn stored_messages_carry_the_brokers_region_and_trace_switch() {
+    let cluster = Cluster::start(|config| {
+        config.region_id = "east".into();
+        config.trace_on = false;
+    })
+    .await;
+    let client = cluster.broker_client().await;
+    let (queue_id, _) = send(&client, "RegionT", &[("MSG_REGION", "forged")]).await;
+    let stored = pull(&client, "RegionT", queue_id).await;
+    let (_, props) = properties(&stored[0]);
+    assert_eq!(props.get("MSG_REGION"), Some("east"));
+    assert_eq!(props.get("TRACE_ON"), Some("false"));
     cluster.stop().await;
 }
