@@ -23,7 +23,8 @@
 //!
 //! On targets of their own: `updateStaticTopic` and `remappingStaticTopic`; and with
 //! `useServerSideResetOffset=false`, `resetOffsetByTime` pushed to a live consumer and
-//! `startMonitoring` (66 of mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command
+//! `startMonitoring`; `updateBrokerConfig autoCreateTopicEnable` in force at once (66 of
+//! mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command
 //! fails, so each command's output is checked for what Apache 5.3.3 prints, with addresses,
 //! counts and ids normalised.
 //! Broker requests go over the VIP channel (port - 2).
@@ -2172,6 +2173,89 @@ fn client_side_reset(target: &Target) -> Result<()> {
         if !log.contains(e) {
             bail!("startMonitoring: expected {e:?} in the tools' log:\n{log}");
         }
+    }
+    Ok(())
+}
+
+/// Settings that take effect at once, as on Java: `updateBrokerConfig autoCreateTopicEnable
+/// false` stops producers from creating topics by sending to them (and, as Java does, leaves
+/// the template topic without its inherit bit, so that turning it on again does not bring
+/// auto-creation back before a restart).
+#[test]
+fn mqadmin_live_settings_answer_as_apache() {
+    compare("mqadmin-live-settings", default_options(), live_settings);
+}
+
+fn live_settings(target: &Target) -> Result<()> {
+    let ns = target.namesrv();
+    let broker = target.broker();
+    let id = unique_id("ls");
+    let set = |key: &str, value: &str| {
+        words(&[
+            "updateBrokerConfig",
+            "-n",
+            &ns,
+            "-b",
+            &broker,
+            "-k",
+            key,
+            "-v",
+            value,
+        ])
+    };
+    // mqadmin's sendMessage works once per JVM: a producer of its own group for each send.
+    let send = |step: &str| {
+        let (group, topic) = (
+            format!("mqadmin_pg_{step}_{id}"),
+            format!("mqadmin_auto_{step}_{id}"),
+        );
+        words(&["@producer", &ns, &group, &topic, "1"])
+    };
+    let batch = [
+        send("before"),
+        set("autoCreateTopicEnable", "false"),
+        send("off"),
+        words(&["topicRoute", "-n", &ns, "-t", "TBW102"]),
+        set("autoCreateTopicEnable", "true"),
+        send("on"),
+        words(&["getBrokerConfig", "-n", &ns, "-b", &broker]),
+    ];
+    let out = mqadmin(target, "live-settings", &batch)?;
+    let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
+    expect("a send before", &out[0], &["SEND_OK"])?;
+    for i in [1, 4] {
+        expect(
+            "updateBrokerConfig",
+            &out[i],
+            &["update broker config success, BROKER"],
+        )?;
+    }
+    // Refused by the broker (TOPIC_NOT_EXIST) each time the producer tries, off and on again.
+    for (i, step) in [(2, "off"), (5, "on")] {
+        let refusals = [
+            "Send [3] times, still failed".to_string(),
+            format!(
+                "CODE: 17  DESC: topic[mqadmin_auto_{step}_{id}] not exist, apply first please!"
+            ),
+        ];
+        for e in refusals {
+            if !out[i].contains(&e) {
+                bail!(
+                    "a send with autoCreateTopicEnable {step}: expected {e:?} in:\n{}",
+                    out[i]
+                );
+            }
+        }
+    }
+    // The name servers still have the template as it was registered.
+    if route_perms(&out[3]) != [7] {
+        bail!("topicRoute TBW102: expected perm 7 in:\n{}", out[3]);
+    }
+    if property(&out[6], "autoCreateTopicEnable").as_deref() != Some("true") {
+        bail!(
+            "getBrokerConfig: expected autoCreateTopicEnable=true in:\n{}",
+            out[6]
+        );
     }
     Ok(())
 }

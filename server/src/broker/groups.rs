@@ -3,6 +3,7 @@
 //! created the first time a consumer of it shows up.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,7 +51,9 @@ pub struct SubscriptionGroupManager {
     state: Arc<RwLock<GroupsFile>>,
     /// The one writer of `subscriptionGroup.json`.
     file: ConfigFile,
-    auto_create: bool,
+    /// `autoCreateSubscriptionGroup` in force (UPDATE_BROKER_CONFIG changes it at runtime, as
+    /// Java reads its setting at each lookup).
+    auto_create: AtomicBool,
 }
 
 impl SubscriptionGroupManager {
@@ -77,8 +80,13 @@ impl SubscriptionGroupManager {
         SubscriptionGroupManager {
             state,
             file,
-            auto_create: config.auto_create_subscription_group,
+            auto_create: AtomicBool::new(config.auto_create_subscription_group),
         }
+    }
+
+    /// Turns auto-creation of unknown groups on or off from now on.
+    pub fn set_auto_create(&self, on: bool) {
+        self.auto_create.store(on, Ordering::Relaxed);
     }
 
     /// How many subscription groups exist, the built-in ones included
@@ -103,7 +111,10 @@ impl SubscriptionGroupManager {
         }
         // Java's `findSubscriptionGroupConfig` never auto-creates an illegal name (the name ends
         // up in retry topic names and file contents).
-        if !self.auto_create || group.len() > AUTO_CREATE_MAX_LENGTH || has_illegal_char(group) {
+        if !self.auto_create.load(Ordering::Relaxed)
+            || group.len() > AUTO_CREATE_MAX_LENGTH
+            || has_illegal_char(group)
+        {
             return None;
         }
         let created = {
@@ -188,6 +199,11 @@ mod tests {
         });
         assert!(strict.find_or_create("other").is_none());
         assert!(strict.find_or_create("g1").is_some());
+        // UPDATE_BROKER_CONFIG autoCreateSubscriptionGroup, in force at the next lookup.
+        strict.set_auto_create(true);
+        assert!(strict.find_or_create("other").is_some());
+        strict.set_auto_create(false);
+        assert!(strict.find_or_create("another").is_none());
         assert!(groups.find_or_create("../x").is_none());
         assert!(groups.find_or_create(&"g".repeat(256)).is_none());
     }

@@ -6,6 +6,7 @@
 //! transaction and reply topics).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -51,6 +52,9 @@ pub struct TopicConfigManager {
     system: std::collections::BTreeSet<String>,
     /// Topics changed since the name servers were last told (incremental registration).
     unannounced: parking_lot::Mutex<std::collections::BTreeSet<String>>,
+    /// `autoCreateTopicEnable` in force (UPDATE_BROKER_CONFIG changes it at runtime, as Java
+    /// reads its setting at each creation).
+    auto_create: AtomicBool,
     /// Whether loading changed the table from what `topics.json` holds (system topics added,
     /// the template dropped, queue counts clamped): only then is the file written at start.
     changed_at_load: bool,
@@ -73,11 +77,17 @@ impl TopicConfigManager {
         let mut changed_at_load = system
             .iter()
             .any(|name| !file.topic_config_table.contains_key(name));
-        // Persisted settings win, except that the template follows autoCreateTopicEnable.
+        // Persisted settings win, except that the template follows autoCreateTopicEnable: gone
+        // when it is off, inheritable when it is on (turning it off at runtime took the bit
+        // away; Java would keep the persisted perm and never auto-create again).
         for (name, mut topic) in file.topic_config_table {
-            if name == topic::AUTO_CREATE_TOPIC_KEY && !config.auto_create_topic_enable {
-                changed_at_load = true;
-                continue;
+            if name == topic::AUTO_CREATE_TOPIC_KEY {
+                if !config.auto_create_topic_enable {
+                    changed_at_load = true;
+                    continue;
+                }
+                changed_at_load |= !perm::is_inherited(topic.perm);
+                topic.perm |= perm::INHERIT;
             }
             let queues = (topic.read_queue_nums, topic.write_queue_nums);
             clamp_queue_nums(&mut topic, config.max_topic_queue_nums);
@@ -111,8 +121,14 @@ impl TopicConfigManager {
             changed: watch::Sender::new(0),
             system,
             unannounced: parking_lot::Mutex::new(std::collections::BTreeSet::new()),
+            auto_create: AtomicBool::new(config.auto_create_topic_enable),
             changed_at_load,
         }
+    }
+
+    /// Turns creation from the template topic on or off from now on (`autoCreateTopicEnable`).
+    pub fn set_auto_create(&self, on: bool) {
+        self.auto_create.store(on, Ordering::Relaxed);
     }
 
     /// Asks for `topics.json` to be written if loading changed the table (a first start, a new
@@ -189,13 +205,21 @@ impl TopicConfigManager {
             if let Some(existing) = state.topics.get(name) {
                 return Some(existing.clone());
             }
-            let Some(template_config) = state.topics.get(template) else {
+            let Some(template_config) = state.topics.get_mut(template) else {
                 warn!(
                     topic = name,
                     template, "cannot auto-create topic: template topic does not exist"
                 );
                 return None;
             };
+            if template == topic::AUTO_CREATE_TOPIC_KEY && !self.auto_create.load(Ordering::Relaxed)
+            {
+                // As Java's `createTopicInSendMessageMethod`: with auto-creation off the template
+                // loses its inherit bit, in the table only (no new version), and so stays
+                // uninheritable when it is turned on again, until a restart gives it back.
+                template_config.perm = perm::READ | perm::WRITE;
+            }
+            let template_config = &*template_config;
             if !perm::is_inherited(template_config.perm) {
                 warn!(topic = name, template, "cannot auto-create topic: the template is not inheritable (autoCreateTopicEnable=false?)");
                 return None;
@@ -422,6 +446,27 @@ mod tests {
         topics.persist();
         let reloaded = TopicConfigManager::load(&cfg);
         assert_eq!(reloaded.get("NewTopic"), Some(created));
+    }
+
+    #[test]
+    fn auto_create_turned_off_at_runtime_takes_the_templates_inherit_bit_as_java() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = config(dir.path());
+        let topics = TopicConfigManager::load(&cfg);
+        topics.set_auto_create(false);
+        assert!(topics.create_from_template("Off", "TBW102", 4, 0).is_none());
+        assert_eq!(topics.get("TBW102").unwrap().perm, 6);
+        // On again, the template is still uninheritable (Java's quirk)...
+        topics.set_auto_create(true);
+        assert!(topics.create_from_template("On", "TBW102", 4, 0).is_none());
+        // ...until a restart with auto-creation on, even after the table was written.
+        topics.upsert(TopicConfig::new("Other", 1));
+        topics.persist();
+        let restarted = TopicConfigManager::load(&cfg);
+        assert_eq!(restarted.get("TBW102").unwrap().perm, 7);
+        assert!(restarted
+            .create_from_template("On", "TBW102", 4, 0)
+            .is_some());
     }
 
     #[test]
