@@ -1,6 +1,7 @@
 //! Operator codes answered from the broker's and name server's tables, on the wire, without a
 //! JDK: QUERY_CONSUME_QUEUE (`mqadmin queryCq`), VIEW_BROKER_STATS_DATA, the system topic lists
-//! and the connection lists' refusals. The official tools' view of them is in
+//! the connection lists' refusals, and config updates written into the config files. The
+//! official tools' view of them is in
 //! `compat-tests/tests/mqadmin.rs`.
 
 mod common;
@@ -331,5 +332,51 @@ async fn list_creations_take_all_or_nothing() {
     let all = body_json(&call(&broker, AdminCommand::GetAllSubscriptionGroups).await);
     let table = all["subscriptionGroupTable"].as_object().unwrap();
     assert!(table.contains_key("list_g1") && table.contains_key("list_g2"));
+    cluster.stop().await;
+}
+
+/// UPDATE_NAMESRV_CONFIG and UPDATE_BROKER_CONFIG answer once the settings are in the config
+/// files the processes started from (Java's `Configuration.persist`), the files' other lines kept.
+#[tokio::test]
+async fn config_updates_are_in_the_config_files_when_answered() {
+    let dir = tempfile::tempdir().unwrap();
+    let namesrv_file = dir.path().join("namesrv.conf");
+    let broker_file = dir.path().join("broker.toml");
+    std::fs::write(&namesrv_file, "# the name server\nlistenPort=0\n").unwrap();
+    std::fs::write(&broker_file, "# the broker\nbrokerName = \"broker-a\"\n").unwrap();
+    let cluster = Cluster::start_with(
+        |namesrv| namesrv.config_file = Some(namesrv_file.clone()),
+        |broker| broker.config_file = Some(broker_file.clone()),
+    )
+    .await;
+    let update = |command| Request::Admin(command);
+    let namesrv = cluster.namesrv_client().await;
+    let properties = "scanNotActiveBrokerInterval=7000".to_string();
+    let reply = namesrv
+        .invoke(
+            &update(AdminCommand::UpdateNamesrvConfig { properties }),
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply, Reply::Success);
+    assert_eq!(
+        std::fs::read_to_string(&namesrv_file).unwrap(),
+        "# the name server\nlistenPort=0\nscanNotActiveBrokerInterval=7000\n"
+    );
+    let broker = cluster.broker_client().await;
+    let properties = "deleteWhen=01".to_string();
+    let reply = broker
+        .invoke(
+            &update(AdminCommand::UpdateBrokerConfig { properties }),
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply, Reply::Success);
+    assert_eq!(
+        std::fs::read_to_string(&broker_file).unwrap(),
+        "# the broker\nbrokerName = \"broker-a\"\ndeleteWhen = \"01\"\n"
+    );
     cluster.stop().await;
 }

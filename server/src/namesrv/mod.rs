@@ -42,7 +42,28 @@ impl Service for NameServerService {
     }
 
     fn handle(self: Arc<Self>, ctx: &RequestContext, request: Request) -> Handled {
-        Handled::Now(self.answer(ctx, request))
+        let updates_config = matches!(
+            request,
+            Request::Admin(AdminCommand::UpdateNamesrvConfig { .. })
+        );
+        let reply = self.answer(ctx, request);
+        if !updates_config || reply != Reply::Success || self.settings_file.is_none() {
+            return Handled::Now(reply);
+        }
+        // As Java's `Configuration.update`, the file is written before the answer.
+        Handled::Later(Box::pin(async move {
+            let written = tokio::task::spawn_blocking(move || {
+                self.settings_file
+                    .as_ref()
+                    .is_none_or(|file| file.flush(SETTINGS_FILE_TIMEOUT))
+            })
+            .await
+            .unwrap_or(false);
+            if !written {
+                warn!("the config file is not written yet; the settings hold until a restart");
+            }
+            reply
+        }))
     }
 
     fn on_disconnect(&self, channel: &ClientChannel) {
@@ -112,14 +133,17 @@ impl NameServerService {
     }
 }
 
+/// How long UPDATE_NAMESRV_CONFIG waits for its settings to be in the config file.
+const SETTINGS_FILE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Keys UPDATE_NAMESRV_CONFIG refuses (Java's default `configBlackList`).
 const CONFIG_BLACK_LIST: [&str; 3] = ["configBlackList", "configStorePath", "kvConfigPath"];
 
 impl NameServerService {
     /// UPDATE_NAMESRV_CONFIG (`DefaultRequestProcessor.updateConfig`): checked and applied
     /// together; GET_NAMESRV_CONFIG shows the result. Nothing of it changes the running name
-    /// server: the settings are written into the config file it started from (soon after the
-    /// answer, by the file's writer thread) and take effect after a restart. Java writes them
+    /// server: the settings are written into the config file it started from (by the file's
+    /// writer thread, before the answer) and take effect after a restart. Java writes them
     /// into its `configStorePath` file, which it does not read at start.
     fn update_config(&self, ctx: &RequestContext, properties: &str) -> Reply {
         // Held throughout, so that two updates at once do not lose one.
