@@ -1,8 +1,7 @@
 //! Operator codes answered from the broker's and name server's tables, on the wire, without a
-//! JDK: QUERY_CONSUME_QUEUE (`mqadmin queryCq`), VIEW_BROKER_STATS_DATA, the system topic lists
+//! JDK: QUERY_CONSUME_QUEUE (`mqadmin queryCq`), VIEW_BROKER_STATS_DATA, the system topic lists,
 //! the connection lists' refusals, and config updates written into the config files. The
-//! official tools' view of them is in
-//! `compat-tests/tests/mqadmin.rs`.
+//! official tools' view of them is in `compat-tests/tests/mqadmin.rs`.
 
 mod common;
 
