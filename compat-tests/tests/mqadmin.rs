@@ -23,11 +23,10 @@
 //!
 //! On targets of their own: `updateStaticTopic` and `remappingStaticTopic`; and with
 //! `useServerSideResetOffset=false`, `resetOffsetByTime` pushed to a live consumer and
-//! `startMonitoring`; `updateBrokerConfig autoCreateTopicEnable` in force at once (66 of
-//! mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command
+//! `startMonitoring`; `updateBrokerConfig` of `fileReservedTime` and `autoCreateTopicEnable`
+//! in force at once (66 of mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command
 //! fails, so each command's output is checked for what Apache 5.3.3 prints, with addresses,
-//! counts and ids normalised.
-//! Broker requests go over the VIP channel (port - 2).
+//! counts and ids normalised. Broker requests go over the VIP channel (port - 2).
 //!
 //! With ACL 2.0 authentication on, a target of its own: `createUser`, `updateUser`, `deleteUser`,
 //! `getUser`, `listUser`, `copyUser`, `createAcl`, `updateAcl`, `deleteAcl`, `getAcl`, `listAcl`
@@ -2177,10 +2176,12 @@ fn client_side_reset(target: &Target) -> Result<()> {
     Ok(())
 }
 
-/// Settings that take effect at once, as on Java: `updateBrokerConfig autoCreateTopicEnable
-/// false` stops producers from creating topics by sending to them (and, as Java does, leaves
-/// the template topic without its inherit bit, so that turning it on again does not bring
-/// auto-creation back before a restart).
+/// Settings that take effect at once, as on Java: `fileReservedTime` (an operator's
+/// `deleteExpiredCommitLog` deletes nothing young until the reserved time is cut to 0 hours,
+/// then the full 10 MiB segment goes), and `autoCreateTopicEnable` false, which stops producers
+/// from creating topics by sending to them (and, as Java does, leaves the template topic without
+/// its inherit bit, so that turning it on again does not bring auto-creation back before a
+/// restart).
 #[test]
 fn mqadmin_live_settings_answer_as_apache() {
     compare("mqadmin-live-settings", default_options(), live_settings);
@@ -2211,7 +2212,27 @@ fn live_settings(target: &Target) -> Result<()> {
         );
         words(&["@producer", &ns, &group, &topic, "1"])
     };
+    let retained = format!("mqadmin_retained_{id}");
+    let status = words(&["brokerStatus", "-n", &ns, "-b", &broker]);
     let batch = [
+        words(&["updateTopic", "-n", &ns, "-b", &broker, "-t", &retained]),
+        // 15 MiB: a full 10 MiB CommitLog segment and part of the next.
+        words(&[
+            "@fill",
+            &ns,
+            &format!("mqadmin_fill_{id}"),
+            &retained,
+            "60",
+            "262144",
+        ]),
+        words(&["deleteExpiredCommitLog", "-n", &ns, "-b", &broker]),
+        // Both brokers run a retention round every 10 s (cleanResourceInterval), Java's first
+        // one 60 s after it starts; the operator's request holds for 20 rounds.
+        words(&["@sleep", "65000"]),
+        status.clone(),
+        set("fileReservedTime", "0"),
+        words(&["@sleep", "12000"]),
+        status,
         send("before"),
         set("autoCreateTopicEnable", "false"),
         send("off"),
@@ -2222,6 +2243,25 @@ fn live_settings(target: &Target) -> Result<()> {
     ];
     let out = mqadmin(target, "live-settings", &batch)?;
     let out: Vec<String> = out.iter().map(|o| normalise(o, target)).collect();
+    expect("@fill", &out[1], &["filled 60"])?;
+    expect("deleteExpiredCommitLog", &out[2], &["success"])?;
+    // `brokerStatus` prints `key : value` lines.
+    let min_offset = |i: usize| {
+        out[i].lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == "commitLogMinOffset").then(|| value.trim().to_string())
+        })
+    };
+    if min_offset(4).as_deref() != Some("0") {
+        bail!("brokerStatus: a young segment went:\n{}", out[4]);
+    }
+    if min_offset(7).as_deref() != Some("10485760") {
+        bail!(
+            "brokerStatus: expected the full segment gone with fileReservedTime=0:\n{}",
+            out[7]
+        );
+    }
+    let out = &out[8..];
     expect("a send before", &out[0], &["SEND_OK"])?;
     for i in [1, 4] {
         expect(

@@ -71,6 +71,7 @@ pub use index::QueryMessagesResult;
 pub use message_store::{ArrivalListener, FlushWait, MessageStore, Put};
 pub use put::{AppendedMessage, MessageToStore, PutResult, PutStatus};
 pub use read::{GetMessageStatus, GetMessagesResult, QueueEntry};
+pub use retention::RetentionSettings;
 pub use stats::LatencySnapshot;
 
 #[cfg(test)]

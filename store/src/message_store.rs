@@ -67,6 +67,8 @@ pub(crate) struct Shared {
     disk_full: AtomicBool,
     /// Retention rounds left that delete expired segments whatever the hour (an operator asked).
     pub manual_delete_rounds: std::sync::atomic::AtomicU32,
+    /// What retention rounds read: the config's settings until an operator changes them.
+    pub retention: parking_lot::RwLock<retention::RetentionSettings>,
 }
 
 impl Shared {
@@ -268,6 +270,7 @@ impl MessageStore {
             consume_queue_error: AtomicBool::new(false),
             disk_full: AtomicBool::new(false),
             manual_delete_rounds: std::sync::atomic::AtomicU32::new(0),
+            retention: parking_lot::RwLock::new(retention::RetentionSettings::of(&config)),
             config,
             env,
         });
@@ -431,6 +434,13 @@ impl MessageStore {
         self.shared
             .manual_delete_rounds
             .store(MANUAL_DELETE_ROUNDS, Ordering::Release);
+        self.shared.retention_waker.wake();
+    }
+
+    /// Changes the retention settings from the next round on (UPDATE_BROKER_CONFIG of
+    /// `fileReservedTime`, `deleteWhen`, the disk ratios, ...).
+    pub fn set_retention(&self, settings: retention::RetentionSettings) {
+        *self.shared.retention.write() = settings;
         self.shared.retention_waker.wake();
     }
 

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use common::*;
-use skiff_store::{GetMessageStatus, MessageStore, PutError, StoreConfig, StoreEnv};
+use skiff_store::{
+    GetMessageStatus, MessageStore, PutError, RetentionSettings, StoreConfig, StoreEnv,
+};
 
 const HOUR: i64 = 3_600_000;
 
@@ -229,6 +231,27 @@ fn an_operator_can_delete_expired_segments_outside_the_delete_hour() {
     s.store.delete_expired_files_manually();
     wait_until("manual deletion", || s.store.commit_log_min_offset() > 0);
     assert!(only_current_segment(&s.store));
+}
+
+#[test]
+fn retention_settings_changed_at_runtime_apply_from_the_next_round() {
+    let s = setup(false);
+    // Young segments stay, even when an operator asks.
+    s.store.delete_expired_files_manually();
+    settle();
+    assert_eq!(s.store.commit_log_min_offset(), 0, "nothing is 72 h old");
+    // A minute on, UPDATE_BROKER_CONFIG fileReservedTime=0 and deleteWhen = this hour: every
+    // full segment has expired, and the delete hour is now.
+    let later = now_ms() + 60_000;
+    s.clock.set(later);
+    s.store.set_retention(RetentionSettings {
+        file_reserved_time_hours: 0,
+        delete_when: local_hour(later),
+        ..RetentionSettings::of(&small_config(&s.root))
+    });
+    wait_until("deletion by the new settings", || {
+        only_current_segment(&s.store)
+    });
 }
 
 #[test]

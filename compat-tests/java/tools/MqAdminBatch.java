@@ -6,6 +6,8 @@
 // Lines starting with @ set up clients in this JVM for the commands after them to look at
 // (connections, running info, traffic statistics); they stay up until the JVM exits:
 //   @producer <namesrv> <group> <topic> <count>  start a producer, send <count> messages
+//   @fill <namesrv> <group> <topic> <count> <bytes>  send <count> uncompressed messages of
+//                                                <bytes> random bytes each
 //   @consumer <namesrv> <group> <topic> <count>  start a push consumer from the first offset and
 //                                                wait (60 s at most) until it consumed <count>
 //   @consumed <count>                            wait (90 s at most) until the consumer above has
@@ -38,6 +40,7 @@ import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.producer.DefaultMQProducer;
 import org.apache.rocketmq.client.producer.SendResult;
+import org.apache.rocketmq.client.producer.SendStatus;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -100,6 +103,26 @@ public class MqAdminBatch {
                 }
                 // Producers heartbeat every 30 s; the broker should know this one now.
                 producer.getDefaultMQProducerImpl().getMqClientFactory().sendHeartbeatToAllBrokerWithLock();
+                break;
+            }
+            case "@fill": {
+                DefaultMQProducer producer = new DefaultMQProducer(words[2]);
+                producer.setNamesrvAddr(words[1]);
+                producer.setInstanceName("batch-filler");
+                // Stored as sent: the client would compress bodies over 4 KiB.
+                producer.setCompressMsgBodyOverHowmuch(Integer.MAX_VALUE);
+                producer.start();
+                int count = Integer.parseInt(words[4]);
+                byte[] body = new byte[Integer.parseInt(words[5])];
+                new java.util.Random(7).nextBytes(body);
+                int sent = 0;
+                for (int i = 0; i < count; i++) {
+                    if (producer.send(new Message(words[3], body)).getSendStatus() == SendStatus.SEND_OK) {
+                        sent++;
+                    }
+                }
+                producer.shutdown();
+                System.out.println("filled " + sent);
                 break;
             }
             case "@consumer": {

@@ -734,8 +734,10 @@ const CONFIG_BLACK_LIST: [&str; 2] = ["configBlackList", "brokerConfigPath"];
 /// a request with one bad value changes nothing (Java skips such a value silently; Skiff names
 /// it). `brokerPermission` takes effect at once and is announced to the name servers (as Java's
 /// `registerBrokerAll`); so do `autoCreateTopicEnable` and `autoCreateSubscriptionGroup`, which
-/// Java reads at each creation; other settings are shown by GET_BROKER_CONFIG and take effect
-/// after a restart. All are written into the config file the broker started from before the answer, as
+/// Java reads at each creation, and the retention settings (`fileReservedTime`, `deleteWhen`,
+/// the disk ratios, `cleanFileForciblyEnable`, `deleteFileBatchMax`), which its clean service
+/// reads at each round; other settings are shown by GET_BROKER_CONFIG and take effect after a
+/// restart. All are written into the config file the broker started from before the answer, as
 /// Java's `Configuration.persist` writes its `brokerConfigPath`.
 fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
     // Held throughout, so that two updates at once do not lose one (Java's is `synchronized`).
@@ -753,11 +755,11 @@ fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
     let permission_changed = keys.contains(&"brokerPermission");
     match &state.settings_file {
         Some(file) => {
-            info!(?keys, file = %file.path().display(), "broker settings updated (UPDATE_BROKER_CONFIG) and written into the config file; brokerPermission, autoCreateTopicEnable and autoCreateSubscriptionGroup apply at once, the others after a restart");
+            info!(?keys, file = %file.path().display(), "broker settings updated (UPDATE_BROKER_CONFIG) and written into the config file; brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup and the retention settings apply at once, the others after a restart");
             file.record(&changes);
         }
         None => {
-            info!(?keys, "broker settings updated (UPDATE_BROKER_CONFIG); brokerPermission, autoCreateTopicEnable and autoCreateSubscriptionGroup apply at once, the others would after a restart, but the broker started without a config file: they are lost at a restart (start with -c FILE to keep them)");
+            info!(?keys, "broker settings updated (UPDATE_BROKER_CONFIG); brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup and the retention settings apply at once, the others would after a restart, but the broker started without a config file: they are lost at a restart (start with -c FILE to keep them)");
         }
     }
     state.broker_permission.store(
@@ -770,6 +772,12 @@ fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
     state
         .groups
         .set_auto_create(updated.auto_create_subscription_group);
+    state
+        .store
+        .set_retention(skiff_store::RetentionSettings::of(&super::store_config(
+            &updated,
+            state.store_host,
+        )));
     *settings = updated;
     drop(settings);
     let state = state.clone();
