@@ -85,24 +85,11 @@ pub struct StoreConfig {
     pub max_msgs_num_batch: usize,
     /// `defaultQueryMaxNum`: what the broker asks for in a unique-key query.
     pub default_query_max_num: usize,
-    /// `fileReservedTime`, in hours: CommitLog segments older than this are deleted.
-    pub file_reserved_time_hours: u64,
-    /// `deleteWhen`: local hours (`"04"`, `"04;16"`) at which expired segments are deleted.
-    pub delete_when: String,
-    /// `diskMaxUsedSpaceRatio` (percent): above it, expired segments go at any hour.
-    pub disk_max_used_space_ratio: u32,
-    /// `diskSpaceCleanForciblyRatio` (percent, at most 85): above it, the oldest segments go
-    /// whatever their age (with `clean_file_forcibly_enable`).
-    pub disk_space_clean_forcibly_ratio: u32,
-    /// `diskSpaceWarningLevelRatio` (percent, at most 90): above it, puts are refused until
-    /// space frees up.
-    pub disk_space_warning_level_ratio: u32,
-    /// `cleanFileForciblyEnable`.
-    pub clean_file_forcibly_enable: bool,
+    /// What retention deletes and when; an operator may change it while the store runs
+    /// ([`crate::MessageStore::set_retention`]).
+    pub retention: RetentionSettings,
     /// `cleanResourceInterval`: how often retention and the disk check run.
     pub clean_resource_interval_ms: u64,
-    /// `deleteFileBatchMax`: segments deleted per round at most.
-    pub delete_file_batch_max: usize,
 }
 
 impl StoreConfig {
@@ -178,13 +165,43 @@ impl Default for StoreConfig {
             max_index_num: 5_000_000 * 4,
             max_msgs_num_batch: 64,
             default_query_max_num: 32,
+            retention: RetentionSettings::default(),
+            clean_resource_interval_ms: 10_000,
+        }
+    }
+}
+
+/// The settings a retention round reads (Java's clean services read them at each round too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RetentionSettings {
+    /// `fileReservedTime`, in hours: CommitLog segments older than this are deleted.
+    pub file_reserved_time_hours: u64,
+    /// `deleteWhen`: local hours (`"04"`, `"04;16"`) at which expired segments are deleted.
+    pub delete_when: String,
+    /// `diskMaxUsedSpaceRatio` (percent): above it, expired segments go at any hour.
+    pub disk_max_used_space_ratio: u32,
+    /// `diskSpaceCleanForciblyRatio` (percent, at most 85): above it, the oldest segments go
+    /// whatever their age (with `clean_file_forcibly_enable`).
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// `diskSpaceWarningLevelRatio` (percent, at most 90): above it, puts are refused until
+    /// space frees up.
+    pub disk_space_warning_level_ratio: u32,
+    /// `cleanFileForciblyEnable`.
+    pub clean_file_forcibly_enable: bool,
+    /// `deleteFileBatchMax`: segments deleted per round at most.
+    pub delete_file_batch_max: usize,
+}
+
+impl Default for RetentionSettings {
+    /// Java's defaults.
+    fn default() -> Self {
+        RetentionSettings {
             file_reserved_time_hours: 72,
             delete_when: "04".to_string(),
             disk_max_used_space_ratio: 75,
             disk_space_clean_forcibly_ratio: 85,
             disk_space_warning_level_ratio: 90,
             clean_file_forcibly_enable: true,
-            clean_resource_interval_ms: 10_000,
             delete_file_batch_max: 10,
         }
     }

@@ -64,14 +64,13 @@ mod retention;
 mod stats;
 pub mod timer;
 
-pub use config::{FlushDiskType, StoreConfig};
+pub use config::{FlushDiskType, RetentionSettings, StoreConfig};
 pub use env::{Clock, DiskProbe, StatvfsDisk, StoreEnv, SystemClock};
 pub use error::{PutError, StoreError};
 pub use index::QueryMessagesResult;
 pub use message_store::{ArrivalListener, FlushWait, MessageStore, Put};
 pub use put::{AppendedMessage, MessageToStore, PutResult, PutStatus};
 pub use read::{GetMessageStatus, GetMessagesResult, QueueEntry};
-pub use retention::RetentionSettings;
 pub use stats::LatencySnapshot;
 
 #[cfg(test)]

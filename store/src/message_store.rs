@@ -14,7 +14,7 @@ use skiff_model::command::BoundaryType;
 use crate::allocate::Allocator;
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::CommitLog;
-use crate::config::{FlushDiskType, StoreConfig};
+use crate::config::{FlushDiskType, RetentionSettings, StoreConfig};
 use crate::cq_allocate::CqAllocator;
 use crate::dir::{AbortFile, DirLock};
 use crate::dispatch::DelayLevels;
@@ -68,7 +68,7 @@ pub(crate) struct Shared {
     /// Retention rounds left that delete expired segments whatever the hour (an operator asked).
     pub manual_delete_rounds: std::sync::atomic::AtomicU32,
     /// What retention rounds read: the config's settings until an operator changes them.
-    pub retention: parking_lot::RwLock<retention::RetentionSettings>,
+    pub retention: parking_lot::RwLock<RetentionSettings>,
 }
 
 impl Shared {
@@ -270,7 +270,7 @@ impl MessageStore {
             consume_queue_error: AtomicBool::new(false),
             disk_full: AtomicBool::new(false),
             manual_delete_rounds: std::sync::atomic::AtomicU32::new(0),
-            retention: parking_lot::RwLock::new(retention::RetentionSettings::of(&config)),
+            retention: parking_lot::RwLock::new(config.retention.clone()),
             config,
             env,
         });
@@ -439,7 +439,7 @@ impl MessageStore {
 
     /// Changes the retention settings from the next round on (UPDATE_BROKER_CONFIG of
     /// `fileReservedTime`, `deleteWhen`, the disk ratios, ...).
-    pub fn set_retention(&self, settings: retention::RetentionSettings) {
+    pub fn set_retention(&self, settings: RetentionSettings) {
         *self.shared.retention.write() = settings;
         self.shared.retention_waker.wake();
     }

@@ -12,38 +12,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::StoreConfig;
 use crate::local_time;
 use crate::message_store::Shared;
-
-/// The settings a retention round reads, which an operator may change while the store runs
-/// ([`crate::MessageStore::set_retention`]; Java's clean services read them at each round too).
-/// Each means what the [`StoreConfig`] field of the same name means.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RetentionSettings {
-    pub file_reserved_time_hours: u64,
-    pub delete_when: String,
-    pub disk_max_used_space_ratio: u32,
-    pub disk_space_clean_forcibly_ratio: u32,
-    pub disk_space_warning_level_ratio: u32,
-    pub clean_file_forcibly_enable: bool,
-    pub delete_file_batch_max: usize,
-}
-
-impl RetentionSettings {
-    /// The retention settings of `config`.
-    pub fn of(config: &StoreConfig) -> Self {
-        RetentionSettings {
-            file_reserved_time_hours: config.file_reserved_time_hours,
-            delete_when: config.delete_when.clone(),
-            disk_max_used_space_ratio: config.disk_max_used_space_ratio,
-            disk_space_clean_forcibly_ratio: config.disk_space_clean_forcibly_ratio,
-            disk_space_warning_level_ratio: config.disk_space_warning_level_ratio,
-            clean_file_forcibly_enable: config.clean_file_forcibly_enable,
-            delete_file_batch_max: config.delete_file_batch_max,
-        }
-    }
-}
 
 /// Used shares of the CommitLog and ConsumeQueue disks.
 struct DiskUsage {

@@ -47,7 +47,10 @@ fn setup(delete_now: bool) -> Setup {
     let other_hour = format!("{:02}", (hour.parse::<i32>().unwrap() + 12) % 24);
     let config = StoreConfig {
         clean_resource_interval_ms: 20,
-        delete_when: if delete_now { hour } else { other_hour },
+        retention: RetentionSettings {
+            delete_when: if delete_now { hour } else { other_hour },
+            ..RetentionSettings::default()
+        },
         max_hash_slot_num: 8,
         max_index_num: 16,
         ..small_config(dir.path())
@@ -247,7 +250,7 @@ fn retention_settings_changed_at_runtime_apply_from_the_next_round() {
     s.store.set_retention(RetentionSettings {
         file_reserved_time_hours: 0,
         delete_when: local_hour(later),
-        ..RetentionSettings::of(&small_config(&s.root))
+        ..small_config(&s.root).retention
     });
     wait_until("deletion by the new settings", || {
         only_current_segment(&s.store)

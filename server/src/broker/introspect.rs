@@ -774,10 +774,7 @@ fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
         .set_auto_create(updated.auto_create_subscription_group);
     state
         .store
-        .set_retention(skiff_store::RetentionSettings::of(&super::store_config(
-            &updated,
-            state.store_host,
-        )));
+        .set_retention(super::retention_settings(&updated));
     *settings = updated;
     drop(settings);
     let state = state.clone();

@@ -492,16 +492,23 @@ fn store_config(config: &BrokerConfig, store_host: SocketAddr) -> StoreConfig {
         max_index_num: config.max_index_num,
         max_msgs_num_batch: config.max_msgs_num_batch,
         default_query_max_num: config.default_query_max_num,
+        retention: retention_settings(config),
+        clean_resource_interval_ms: config.clean_resource_interval,
+        message_delay_level: config.message_delay_level.clone(),
+        ..StoreConfig::default()
+    }
+}
+
+/// The store's retention settings of `config` (UPDATE_BROKER_CONFIG changes them at runtime).
+fn retention_settings(config: &BrokerConfig) -> skiff_store::RetentionSettings {
+    skiff_store::RetentionSettings {
         file_reserved_time_hours: config.file_reserved_time,
         delete_when: config.delete_when.clone(),
         disk_max_used_space_ratio: config.disk_max_used_space_ratio,
         disk_space_clean_forcibly_ratio: config.disk_space_clean_forcibly_ratio,
         disk_space_warning_level_ratio: config.disk_space_warning_level_ratio,
         clean_file_forcibly_enable: config.clean_file_forcibly_enable,
-        clean_resource_interval_ms: config.clean_resource_interval,
         delete_file_batch_max: config.delete_file_batch_max,
-        message_delay_level: config.message_delay_level.clone(),
-        ..StoreConfig::default()
     }
 }
 
