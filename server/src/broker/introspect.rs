@@ -253,7 +253,8 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
             offset,
             force,
         } => {
-            if state.config.use_server_side_reset_offset {
+            // Read at each reset, as Java does: UPDATE_BROKER_CONFIG switches it at once.
+            if state.settings.read().use_server_side_reset_offset {
                 reset_offset(state, &topic, &group, timestamp, queue_id, offset)
             } else {
                 reset_offset_on_clients(state, &topic, &group, timestamp, force)
@@ -736,8 +737,8 @@ const CONFIG_BLACK_LIST: [&str; 2] = ["configBlackList", "brokerConfigPath"];
 /// `registerBrokerAll`); so do `autoCreateTopicEnable` and `autoCreateSubscriptionGroup`, which
 /// Java reads at each creation, and the retention settings (`fileReservedTime`, `deleteWhen`,
 /// the disk ratios, `cleanFileForciblyEnable`, `deleteFileBatchMax`), which its clean service
-/// reads at each round; other settings are shown by GET_BROKER_CONFIG and take effect after a
-/// restart. All are written into the config file the broker started from before the answer, as
+/// reads at each round, and `useServerSideResetOffset`; other settings are shown by
+/// GET_BROKER_CONFIG and take effect after a restart. All are written into the config file the broker started from before the answer, as
 /// Java's `Configuration.persist` writes its `brokerConfigPath`.
 fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
     // Held throughout, so that two updates at once do not lose one (Java's is `synchronized`).

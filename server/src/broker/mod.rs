@@ -75,9 +75,10 @@ pub(crate) struct BrokerState {
     config: BrokerConfig,
     /// The configuration as UPDATE_BROKER_CONFIG left it: what GET_BROKER_CONFIG shows. Of its
     /// changes, `brokerPermission` (`broker_permission`), `autoCreateTopicEnable` and
-    /// `autoCreateSubscriptionGroup` (held by the topic and group managers) and the retention
-    /// settings (held by the store) take effect at once; all are written into the config file
-    /// (`settings_file`) and so apply after a restart.
+    /// `autoCreateSubscriptionGroup` (held by the topic and group managers), the retention
+    /// settings (held by the store) and `useServerSideResetOffset` (read from here) take effect
+    /// at once; all are written into the config file (`settings_file`) and so apply after a
+    /// restart.
     settings: parking_lot::RwLock<BrokerConfig>,
     /// The config file the broker started from, kept up to date with UPDATE_BROKER_CONFIG.
     settings_file: Option<crate::config::write_back::WriteBack>,
