@@ -196,19 +196,7 @@ async fn broker_config_updates_apply_together_and_permission_at_once() {
     let text = String::from_utf8(config.body.to_bytes().to_vec()).unwrap();
     assert!(text.lines().any(|l| l == "brokerPermission=4"), "{text}");
     // The name server's routes say read-only too.
-    let namesrv = cluster.namesrv_client().await;
-    let route = namesrv
-        .invoke(
-            &Request::GetRouteInfo {
-                topic: TOPIC.into(),
-            },
-            TIMEOUT,
-        )
-        .await
-        .unwrap();
-    let Reply::Route(route) = route else {
-        panic!("{route:?}")
-    };
+    let route = cluster.route(TOPIC).await;
     assert!(route.queue_datas.iter().all(|q| q.perm == 4), "{route:?}");
     cluster.stop().await;
 }

@@ -83,19 +83,7 @@ async fn a_static_topics_mapping_is_kept_shown_and_routed() {
     );
 
     // Registered before the answer: the route has the logical → physical queue ids.
-    let namesrv = cluster.namesrv_client().await;
-    let route = namesrv
-        .invoke(
-            &Request::GetRouteInfo {
-                topic: TOPIC.into(),
-            },
-            TIMEOUT,
-        )
-        .await
-        .unwrap();
-    let Reply::Route(route) = route else {
-        panic!("{route:?}");
-    };
+    let route = cluster.route(TOPIC).await;
     let by_broker = route.topic_queue_mapping_by_broker.expect("a mapping");
     let info = &by_broker[&bname];
     assert_eq!((info.total_queues, info.epoch), (3, 2_000));

@@ -66,6 +66,17 @@ impl Cluster {
             .unwrap()
     }
 
+    /// The name server's route of `topic`.
+    pub async fn route(&self, topic: &str) -> skiff_model::route::TopicRouteData {
+        let request = skiff_model::command::Request::GetRouteInfo {
+            topic: topic.into(),
+        };
+        match self.namesrv_client().await.invoke(&request, TIMEOUT).await {
+            Ok(skiff_model::command::Reply::Route(route)) => route,
+            other => panic!("no route of {topic}: {other:?}"),
+        }
+    }
+
     pub async fn stop(self) {
         self.broker.shutdown().await;
         self.namesrv.shutdown().await;
