@@ -131,10 +131,15 @@ fn figures(list: &VecDeque<Sample>) -> StatsWindow {
     }
 }
 
+/// One statistic's items by key. Java keys the `GROUP_*` statistics `topic@group`; here that key
+/// is split in two levels (topic, then group), so that counting a pull looks its item up without
+/// building the string. Other statistics have their topic (or cluster) and "" as the group.
+type Table = RwLock<HashMap<String, HashMap<String, Arc<Item>>>>;
+
 /// Every statistic of the broker, by name and key.
 pub(super) struct TrafficStats {
     /// One table per name of [`NAMES`], in that order.
-    tables: [RwLock<HashMap<String, Arc<Item>>>; NAMES.len()],
+    tables: [Table; NAMES.len()],
     /// The key of the `BROKER_*` statistics (Java keys them by cluster name).
     cluster: String,
 }
@@ -149,9 +154,9 @@ impl TrafficStats {
 
     /// Messages stored for `topic`: `count` of them in one call, `bytes` in all.
     pub(super) fn messages_put(&self, topic: &str, count: u64, bytes: u64) {
-        self.add(TOPIC_PUT_NUMS, topic, count, 1);
-        self.add(TOPIC_PUT_SIZE, topic, bytes, 1);
-        self.add(BROKER_PUT_NUMS, &self.cluster, count, 1);
+        self.add(TOPIC_PUT_NUMS, (topic, ""), count);
+        self.add(TOPIC_PUT_SIZE, (topic, ""), bytes);
+        self.add(BROKER_PUT_NUMS, (&self.cluster, ""), count);
     }
 
     /// Messages `group` pulled from `topic`.
@@ -159,28 +164,30 @@ impl TrafficStats {
         if count == 0 {
             return;
         }
-        let key = format!("{topic}@{group}");
-        self.add(GROUP_GET_NUMS, &key, count, 1);
-        self.add(GROUP_GET_SIZE, &key, bytes, 1);
-        self.add(BROKER_GET_NUMS, &self.cluster, count, 1);
+        self.add(GROUP_GET_NUMS, (topic, group), count);
+        self.add(GROUP_GET_SIZE, (topic, group), bytes);
+        self.add(BROKER_GET_NUMS, (&self.cluster, ""), count);
     }
 
-    fn add(&self, name: &str, key: &str, value: u64, times: u64) {
+    /// Adds `value` to the item of `name` at `(topic, group)`, as one event.
+    fn add(&self, name: &str, (topic, group): (&str, &str), value: u64) {
         let Some(table) = self.table(name) else {
             return;
         };
-        if let Some(item) = table.read().get(key) {
-            item.add(value, times);
+        if let Some(item) = table.read().get(topic).and_then(|items| items.get(group)) {
+            item.add(value, 1);
             return;
         }
         table
             .write()
-            .entry(key.to_string())
+            .entry(topic.to_string())
             .or_default()
-            .add(value, times);
+            .entry(group.to_string())
+            .or_default()
+            .add(value, 1);
     }
 
-    fn table(&self, name: &str) -> Option<&RwLock<HashMap<String, Arc<Item>>>> {
+    fn table(&self, name: &str) -> Option<&Table> {
         NAMES
             .iter()
             .position(|n| *n == name)
@@ -190,7 +197,11 @@ impl TrafficStats {
     /// Takes a sample of every item for `window`; called every [`Window::period_ms`].
     pub(super) fn sample(&self, window: Window, now_ms: i64) {
         for table in &self.tables {
-            let items: Vec<Arc<Item>> = table.read().values().cloned().collect();
+            let items: Vec<Arc<Item>> = table
+                .read()
+                .values()
+                .flat_map(|items| items.values().cloned())
+                .collect();
             for item in items {
                 item.sample(window, now_ms);
             }
@@ -200,17 +211,19 @@ impl TrafficStats {
     /// One statistic's windows; `None` when nothing was counted under it (or `name` is not
     /// one Skiff keeps).
     pub(super) fn data(&self, name: &str, key: &str) -> Option<StatsData> {
-        let item = self.table(name)?.read().get(key).cloned()?;
+        let (topic, group) = if name.starts_with("GROUP_") {
+            key.split_once('@')?
+        } else {
+            (key, "")
+        };
+        let item = self.table(name)?.read().get(topic)?.get(group).cloned()?;
         Some(item.data())
     }
 
     /// Forgets a deleted topic's statistics and those of the groups that consumed it.
     pub(super) fn remove_topic(&self, topic: &str) {
-        let group_prefix = format!("{topic}@");
         for table in &self.tables {
-            table
-                .write()
-                .retain(|key, _| key != topic && !key.starts_with(&group_prefix));
+            table.write().remove(topic);
         }
     }
 }
