@@ -7,7 +7,9 @@
 #
 # FLUSH is ASYNC_FLUSH (default) or SYNC_FLUSH. Run the binaries to compare back to back.
 # Settings (environment): WORK (scratch directory), NAMESRV_PORT, BROKER_PORT, EXTRA (more
-# `--set key=value` arguments for the broker).
+# `--set key=value` arguments for the broker), RATE (sends per second in all: the same load for
+# every binary compared; without it the producers send as fast as the broker answers), BENCH (the
+# skiff binary that runs the load, by default SKIFF_BIN; one for all the binaries compared).
 set -euo pipefail
 
 skiff="$1"
@@ -32,10 +34,11 @@ for _ in $(seq 600); do
     kill -0 $broker 2>/dev/null || { cat "$WORK/stderr"; exit 1; }
     sleep 0.1
 done
-echo "binary=$skiff flush=$flush warmup=${warmup}s duration=${duration}s"
+echo "binary=$skiff flush=$flush warmup=${warmup}s duration=${duration}s rate=${RATE:-unlimited}"
 echo "loadavg before: $(cat /proc/loadavg)"
-taskset -c 1 "$skiff" bench --namesrv "$ns" --topic SkiffBench --interval 10s produce \
-    --producers 16 --size 1024 --warmup "${warmup}s" --duration "${duration}s" >"$WORK/bench.out" 2>&1 || true
+taskset -c 1 "${BENCH:-$skiff}" bench --namesrv "$ns" --topic SkiffBench --interval 10s produce \
+    --producers 16 --size 1024 --warmup "${warmup}s" --duration "${duration}s" ${RATE:+--rate "$RATE"} \
+    >"$WORK/bench.out" 2>&1 || true
 echo "loadavg after: $(cat /proc/loadavg)"
 tail -n 3 "$WORK/bench.out"
 kill -TERM $broker

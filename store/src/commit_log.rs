@@ -6,7 +6,7 @@
 //! segment. Appends happen under the put lock; reads take no lock and hand out zero-copy slices.
 
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -44,6 +44,9 @@ pub(crate) struct CommitLog {
     allocator: Arc<Allocator>,
     /// `dataReadAheadEnable`: full segments get normal readahead, or none.
     read_ahead: AtomicBool,
+    /// End of the range populated ahead of the writer (`i64::MAX` once the kernel refused):
+    /// written by the flush thread, read by puts to know when to wake it.
+    populated: AtomicI64,
 }
 
 /// A record ready to be written: where it sits in the batch buffer.
@@ -70,6 +73,7 @@ impl CommitLog {
             put_lock: Mutex::new(()),
             allocator,
             read_ahead: AtomicBool::new(true),
+            populated: AtomicI64::new(0),
         }
     }
 
@@ -120,11 +124,30 @@ impl CommitLog {
         self.files.flushed_where()
     }
 
+    /// Whether a put that ended at `end` should wake the flush thread to populate: the
+    /// populated range ahead of the writer is down to half its length (or to the segment's end).
+    pub(crate) fn wants_populate(&self, end: i64) -> bool {
+        let want = (end + (POPULATE_AHEAD / 2) as i64).min(self.roll_next_file(end));
+        want > self.populated.load(Ordering::Relaxed)
+    }
+
     /// Keeps the pages just past the write position mapped for writing (see
-    /// [`MappedFile::populate_for_write`]); the flush thread calls it after each round, so page
-    /// faults move off the put path. `ahead` remembers how far it got; false once the kernel
-    /// refused, after which callers stop asking.
-    pub(crate) fn populate_ahead(&self, ahead: &mut i64) -> bool {
+    /// [`MappedFile::populate_for_write`]); the flush thread calls it after each round and when
+    /// a put says [`CommitLog::wants_populate`], so page faults move off the put path. Only the
+    /// flush thread calls it. False once the kernel refused, after which it does nothing.
+    pub(crate) fn populate_ahead(&self) -> bool {
+        let populated = self.populated.load(Ordering::Relaxed);
+        if populated == i64::MAX {
+            return false;
+        }
+        let mut ahead = populated;
+        let supported = self.populate_from(&mut ahead);
+        self.populated
+            .store(if supported { ahead } else { i64::MAX }, Ordering::Relaxed);
+        supported
+    }
+
+    fn populate_from(&self, ahead: &mut i64) -> bool {
         let Some(file) = self.files.current() else {
             return true;
         };

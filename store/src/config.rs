@@ -29,6 +29,11 @@ pub struct StoreConfig {
     pub flush_interval_commit_log_ms: u64,
     /// `flushCommitLogLeastPages`: dirty 4 KiB pages worth an async flush.
     pub flush_commit_log_least_pages: u32,
+    /// `flushCommitLogTimed`: the async flush runs once per `flushIntervalCommitLog` (Java's
+    /// default, one large write per interval); false flushes as soon as
+    /// `flushCommitLogLeastPages` are dirty, which costs a write and a device request per few
+    /// pages.
+    pub flush_commit_log_timed: bool,
     /// `flushCommitLogThoroughInterval`: flush whatever is dirty at least this often.
     pub flush_commit_log_thorough_interval_ms: u64,
     /// `syncFlushTimeout`: how long a sync-flush put waits before answering `FlushDiskTimeout`.
@@ -140,6 +145,7 @@ impl Default for StoreConfig {
             flush_disk_type: FlushDiskType::AsyncFlush,
             flush_interval_commit_log_ms: 500,
             flush_commit_log_least_pages: 4,
+            flush_commit_log_timed: true,
             flush_commit_log_thorough_interval_ms: 10_000,
             sync_flush_timeout_ms: 5_000,
             flush_interval_consume_queue_ms: 1_000,

@@ -2,9 +2,9 @@
 //! `FlushConsumeQueueService`). Each runs on its own OS thread and does a last full flush when
 //! stopped.
 //!
-//! * Async flush: every `flush_interval_commit_log_ms` (or when woken by a put) msync the
-//!   CommitLog if at least `flush_commit_log_least_pages` pages are dirty, and everything at least
-//!   every `flush_commit_log_thorough_interval_ms`.
+//! * Async flush: every `flush_interval_commit_log_ms` (or, with `flush_commit_log_timed` off,
+//!   when woken by a put) msync the CommitLog if at least `flush_commit_log_least_pages` pages are
+//!   dirty, and everything at least every `flush_commit_log_thorough_interval_ms`.
 //! * Sync flush (group commit): puts enqueue "flush up to my end offset" and await a oneshot; the
 //!   thread takes all pending requests at once, flushes once, and answers every request the flush
 //!   covered. Many concurrent puts therefore share one msync.
@@ -13,7 +13,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::oneshot;
@@ -136,34 +136,57 @@ fn flush_commit_log(shared: &Shared, least_pages: usize) -> std::io::Result<i64>
     Ok(flushed)
 }
 
-/// The async flush thread.
+/// The async flush thread. With `flushCommitLogTimed` (Java's default) it flushes once every
+/// `flushIntervalCommitLog`; otherwise whenever a put wakes it (see
+/// [`wants_async_flush`]). Puts also wake it to populate pages ahead of the writer, which it does
+/// on every wake.
 pub(crate) fn run_async_flush(shared: Arc<Shared>) {
     let config = &shared.config;
     let interval = Duration::from_millis(config.flush_interval_commit_log_ms);
     let mut last_thorough = shared.env.clock.now_ms();
-    let mut populate = Populate::new();
-    while shared.flush_waker.wait(interval) {
-        let now = shared.env.clock.now_ms();
-        let mut least_pages = config.flush_commit_log_least_pages as usize;
-        if now >= last_thorough + config.flush_commit_log_thorough_interval_ms as i64 {
-            last_thorough = now;
-            least_pages = 0;
+    let mut next_flush = Instant::now() + interval;
+    let mut wait = interval;
+    while shared.flush_waker.wait(wait) {
+        if !config.flush_commit_log_timed || Instant::now() >= next_flush {
+            let now = shared.env.clock.now_ms();
+            let mut least_pages = config.flush_commit_log_least_pages as usize;
+            if now >= last_thorough + config.flush_commit_log_thorough_interval_ms as i64 {
+                last_thorough = now;
+                least_pages = 0;
+            }
+            if let Err(e) = flush_commit_log(&shared, least_pages) {
+                tracing::error!(error = %e, "commit log flush failed");
+            }
+            next_flush = Instant::now() + interval;
         }
-        if let Err(e) = flush_commit_log(&shared, least_pages) {
-            tracing::error!(error = %e, "commit log flush failed");
+        shared.commit_log.populate_ahead();
+        if config.flush_commit_log_timed {
+            wait = next_flush.saturating_duration_since(Instant::now());
         }
-        populate.ahead(&shared);
     }
     final_flush(&shared);
+}
+
+/// Whether a put that ended at `end` wakes the async flush thread: to populate pages ahead of
+/// the writer, or, when flushes are not timed, once `flushCommitLogLeastPages` are dirty (Java
+/// wakes it on every put, a futex wake that costs more than the append).
+pub(crate) fn wants_async_flush(shared: &Shared, end: i64) -> bool {
+    let commit_log = &shared.commit_log;
+    if commit_log.wants_populate(end) {
+        return true;
+    }
+    let config = &shared.config;
+    let least = i64::from(config.flush_commit_log_least_pages.max(1));
+    !config.flush_commit_log_timed
+        && end - commit_log.flushed_where() >= least * crate::mapped_file::OS_PAGE_SIZE as i64
 }
 
 /// The group commit thread (sync flush).
 pub(crate) fn run_group_commit(shared: Arc<Shared>) {
     let group = &shared.group_commit;
-    let mut populate = Populate::new();
     while group.waker.wait(Duration::from_millis(10)) {
         commit_group(&shared, group.take(false));
-        populate.ahead(&shared);
+        shared.commit_log.populate_ahead();
     }
     // Puts that raced with the stop still get their answer.
     commit_group(&shared, group.take(true));
@@ -186,28 +209,6 @@ fn commit_group(shared: &Shared, requests: Vec<FlushRequest>) {
     }
     if let Err(e) = flushed {
         tracing::error!(error = %e, "commit log flush failed");
-    }
-}
-
-/// A flush thread's pre-faulting of CommitLog pages ahead of the writer, given up for good when
-/// the kernel does not support it.
-struct Populate {
-    ahead: i64,
-    supported: bool,
-}
-
-impl Populate {
-    fn new() -> Self {
-        Populate {
-            ahead: 0,
-            supported: true,
-        }
-    }
-
-    fn ahead(&mut self, shared: &Shared) {
-        if self.supported {
-            self.supported = shared.commit_log.populate_ahead(&mut self.ahead);
-        }
     }
 }
 

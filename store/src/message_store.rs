@@ -369,11 +369,7 @@ impl MessageStore {
             }
             FlushDiskType::SyncFlush => shared.group_commit.waker.wake(),
             FlushDiskType::AsyncFlush => {
-                // The thread flushes only once `least_pages` are dirty: wake it no sooner (Java
-                // wakes it on every put, a futex wake that costs more than the append).
-                let dirty = appended.end_offset - shared.commit_log.flushed_where();
-                let least = i64::from(shared.config.flush_commit_log_least_pages.max(1));
-                if dirty >= least * crate::mapped_file::OS_PAGE_SIZE as i64 {
+                if crate::flush::wants_async_flush(shared, appended.end_offset) {
                     shared.flush_waker.wake();
                 }
             }

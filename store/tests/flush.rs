@@ -94,6 +94,32 @@ fn the_async_thread_flushes_thoroughly_on_its_interval() {
     wait_until(|| info(&store, "remainHowManyDataToFlush") == 0);
 }
 
+#[test]
+fn timed_async_flushes_once_per_interval_untimed_as_pages_get_dirty() {
+    // 200 puts of 4 KiB, each dirtying more than flushCommitLogLeastPages (1 here) pages.
+    let flushes = |timed: bool| {
+        let dir = tempfile::tempdir().unwrap();
+        let config = StoreConfig {
+            flush_interval_commit_log_ms: 60_000,
+            flush_commit_log_thorough_interval_ms: 60_000,
+            flush_commit_log_least_pages: 1,
+            flush_commit_log_timed: timed,
+            commit_log_file_size: 4 * 1024 * 1024,
+            ..small_config(dir.path())
+        };
+        let store = MessageStore::open(config).unwrap();
+        for i in 0..200 {
+            put(&store, vec![message("Async", 0, &[i as u8; 4096], None)]);
+        }
+        if !timed {
+            wait_until(|| info(&store, "commitLogFlushTimes") > 0);
+        }
+        info(&store, "commitLogFlushTimes")
+    };
+    assert_eq!(flushes(true), 0, "the first timed flush is a minute away");
+    assert!(flushes(false) > 0, "puts wake the untimed flush");
+}
+
 fn wait_until(condition: impl Fn() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !condition() {

@@ -475,6 +475,7 @@ fn store_config(config: &BrokerConfig, store_host: SocketAddr) -> StoreConfig {
         },
         flush_interval_commit_log_ms: config.flush_interval_commit_log,
         flush_commit_log_least_pages: config.flush_commit_log_least_pages,
+        flush_commit_log_timed: config.flush_commit_log_timed,
         flush_commit_log_thorough_interval_ms: config.flush_commit_log_thorough_interval,
         sync_flush_timeout_ms: config.sync_flush_timeout,
         flush_interval_consume_queue_ms: config.flush_interval_consume_queue,

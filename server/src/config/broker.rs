@@ -44,6 +44,8 @@ pub struct BrokerConfig {
     /// Milliseconds between async flushes of the CommitLog.
     pub flush_interval_commit_log: u64,
     pub flush_commit_log_least_pages: u32,
+    /// Async flush once per interval (true, Java's default) or as pages get dirty.
+    pub flush_commit_log_timed: bool,
     pub flush_commit_log_thorough_interval: u64,
     pub flush_interval_consume_queue: u64,
     pub flush_consume_queue_least_pages: u32,
@@ -231,6 +233,7 @@ impl Default for BrokerConfig {
             flush_disk_type: FlushDiskType::AsyncFlush,
             flush_interval_commit_log: 500,
             flush_commit_log_least_pages: 4,
+            flush_commit_log_timed: true,
             flush_commit_log_thorough_interval: 10_000,
             flush_interval_consume_queue: 1000,
             flush_consume_queue_least_pages: 2,
@@ -339,6 +342,7 @@ settings!(BrokerConfig {
     "flushDiskType" => flush_disk_type,
     "flushIntervalCommitLog" => flush_interval_commit_log,
     "flushCommitLogLeastPages" => flush_commit_log_least_pages,
+    "flushCommitLogTimed" => flush_commit_log_timed,
     "flushCommitLogThoroughInterval" => flush_commit_log_thorough_interval,
     "flushIntervalConsumeQueue" => flush_interval_consume_queue,
     "flushConsumeQueueLeastPages" => flush_consume_queue_least_pages,

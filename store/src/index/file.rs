@@ -36,6 +36,16 @@ pub(crate) fn key_hash(key: &str) -> i32 {
     java_string_hash(key).checked_abs().unwrap_or(0)
 }
 
+/// Turns readahead off for the whole mapping (`MADV_RANDOM`). Every access is a jump: a put
+/// writes one random slot, a query follows a hash chain backwards. With readahead, the first
+/// touch of a page of a new (sparse) file zero-fills a whole readahead window of holes
+/// (`read_ahead_kb`, 8 MiB on some disks) in one fault, which a kernel without preemption does
+/// not interrupt: the indexing thread then held its core for 20 ms and stalled the sends
+/// sharing it.
+fn no_read_ahead(map: &MmapRaw) -> io::Result<()> {
+    map.advise(memmap2::Advice::Random)
+}
+
 pub(crate) struct IndexFile {
     path: PathBuf,
     map: MmapRaw,
@@ -69,6 +79,7 @@ impl IndexFile {
         let map = MmapOptions::new()
             .len(file_size(slots, entries))
             .map_raw(&file)?;
+        no_read_ahead(&map)?;
         let index = IndexFile::new(path, map, slots, entries);
         if end_phy_offset > 0 {
             index
@@ -99,6 +110,7 @@ impl IndexFile {
             )));
         }
         let map = MmapOptions::new().len(len as usize).map_raw(&file)?;
+        no_read_ahead(&map)?;
         let index = IndexFile::new(path, map, slots, entries);
         let header = index.header_bytes();
         let long = |at: usize| i64::from_be_bytes(header[at..at + 8].try_into().expect("8"));
@@ -328,6 +340,9 @@ mod tests {
         assert!(file.is_write_full());
         assert_eq!(file.index_count(), 11);
         assert!(!file.put_key("T#k3", 1, 1));
+        assert!(crate::mapped_file::tests::random_read_advised_at(
+            file.map.as_ptr() as usize
+        ));
         let mut found = Vec::new();
         file.select(&mut found, "T#k1", 64, 0, i64::MAX);
         assert_eq!(found, vec![104, 103, 102, 101, 100]);
@@ -347,6 +362,10 @@ mod tests {
         assert_eq!(&bytes[slot..slot + 4], &10_i32.to_be_bytes());
         assert_eq!(&bytes[36..40], &11_i32.to_be_bytes());
         let reopened = IndexFile::open(path, 4, 11).unwrap();
+        assert!(
+            crate::mapped_file::tests::random_read_advised_at(reopened.map.as_ptr() as usize),
+            "no readahead on index files"
+        );
         assert_eq!(reopened.end_phy_offset(), 204);
         assert!(reopened.is_write_full());
         let mut found = Vec::new();

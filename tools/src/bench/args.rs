@@ -15,6 +15,8 @@ Examples:
     skiff bench produce --transaction --producers 16
   Asynchronous sends, 8 in flight per producer, with tags and keys:
     skiff bench produce --async --inflight 8 --tags --keys
+  A fixed load of 30000 sends per second, to compare latencies of two brokers at the same rate:
+    skiff bench produce --rate 30000 --warmup 5s --duration 30s
   Exactly 100000 messages, then consume them all and compare:
     skiff bench both --messages 100000
   Drain what a topic already holds and report how fast it was read:
@@ -79,6 +81,12 @@ pub struct BenchArgs {
     /// Sends each producer keeps in flight with --async
     #[arg(long, value_name = "N", default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub inflight: u32,
+
+    /// Sends per second in all, spread over every lane; without it each lane sends again as
+    /// soon as its answer is read (as fast as the broker goes). A lane that falls behind the
+    /// schedule sends at once, so the summary's TPS shows when the rate was not reached
+    #[arg(long, value_name = "TPS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub rate: Option<u32>,
 
     /// How long to measure, after --warmup (e.g. 500ms, 10s, 2m) [default: 10s unless --messages]
     #[arg(short, long, value_name = "TIME", value_parser = parse_duration)]

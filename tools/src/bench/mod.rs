@@ -148,6 +148,9 @@ async fn execute(args: BenchArgs) -> Result<bool> {
             keys: args.keys,
             transaction: args.transaction,
             limit: args.messages,
+            pace: args
+                .rate
+                .map(|rate| (started, Duration::from_secs(1) / rate)),
             timeout: args.timeout,
             track: args.mode == Mode::Both,
             next_seq: AtomicU64::new(0),

@@ -42,6 +42,8 @@ pub struct Producing {
     pub transaction: bool,
     /// Total messages to send, warm-up included.
     pub limit: Option<u64>,
+    /// `--rate`: message `seq` is due at start + `seq` × the gap.
+    pub pace: Option<(Instant, Duration)>,
     pub timeout: Duration,
     /// Keep every sequence number for the consumed == produced check.
     pub track: bool,
@@ -75,6 +77,10 @@ async fn run_lane(ctx: Arc<Producing>, lane: usize) -> (Vec<u64>, Vec<u64>) {
         let seq = ctx.next_seq.fetch_add(1, Ordering::Relaxed);
         if ctx.limit.is_some_and(|limit| seq >= limit) {
             break;
+        }
+        if let Some((start, gap)) = ctx.pace {
+            let due = start + gap.saturating_mul(u32::try_from(seq).unwrap_or(u32::MAX));
+            tokio::time::sleep_until(due.into()).await;
         }
         let target = &ctx.targets[(seq % ctx.targets.len() as u64) as usize];
         let request = ctx.message(seq, target);
