@@ -134,17 +134,16 @@ impl CommitLog {
     /// Keeps the pages just past the write position mapped for writing (see
     /// [`MappedFile::populate_for_write`]); the flush thread calls it after each round and when
     /// a put says [`CommitLog::wants_populate`], so page faults move off the put path. Only the
-    /// flush thread calls it. False once the kernel refused, after which it does nothing.
-    pub(crate) fn populate_ahead(&self) -> bool {
+    /// flush thread calls it. Once the kernel refused, it does nothing.
+    pub(crate) fn populate_ahead(&self) {
         let populated = self.populated.load(Ordering::Relaxed);
         if populated == i64::MAX {
-            return false;
+            return;
         }
         let mut ahead = populated;
         let supported = self.populate_from(&mut ahead);
         self.populated
             .store(if supported { ahead } else { i64::MAX }, Ordering::Relaxed);
-        supported
     }
 
     fn populate_from(&self, ahead: &mut i64) -> bool {
