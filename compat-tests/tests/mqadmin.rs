@@ -123,6 +123,21 @@ fn words(parts: &[&str]) -> Vec<String> {
     parts.iter().map(|s| s.to_string()).collect()
 }
 
+/// `updateBrokerConfig` of one key on one broker.
+fn update_broker_config(ns: &str, broker: &str, key: &str, value: &str) -> Vec<String> {
+    words(&[
+        "updateBrokerConfig",
+        "-n",
+        ns,
+        "-b",
+        broker,
+        "-k",
+        key,
+        "-v",
+        value,
+    ])
+}
+
 /// Replaces the addresses of the target with placeholders.
 fn normalise(text: &str, target: &Target) -> String {
     text.replace(&target.namesrv(), "NAMESRV")
@@ -866,29 +881,9 @@ fn run(target: &Target) -> Result<()> {
             "UTF-8",
         ]),
         // UPDATE_BROKER_CONFIG: a read-only broker announces read-only routes, and back.
-        words(&[
-            "updateBrokerConfig",
-            "-n",
-            &ns,
-            "-b",
-            &broker,
-            "-k",
-            "brokerPermission",
-            "-v",
-            "4",
-        ]),
+        update_broker_config(&ns, &broker, "brokerPermission", "4"),
         words(&["topicRoute", "-n", &ns, "-t", &topic]),
-        words(&[
-            "updateBrokerConfig",
-            "-n",
-            &ns,
-            "-b",
-            &broker,
-            "-k",
-            "brokerPermission",
-            "-v",
-            "6",
-        ]),
+        update_broker_config(&ns, &broker, "brokerPermission", "6"),
         words(&["topicRoute", "-n", &ns, "-t", &topic]),
         // Maintenance: neither deletes anything here (every topic is in use, nothing expired).
         words(&["cleanUnusedTopic", "-n", &ns, "-b", &broker]),
@@ -2191,19 +2186,7 @@ fn live_settings(target: &Target) -> Result<()> {
     let ns = target.namesrv();
     let broker = target.broker();
     let id = unique_id("ls");
-    let set = |key: &str, value: &str| {
-        words(&[
-            "updateBrokerConfig",
-            "-n",
-            &ns,
-            "-b",
-            &broker,
-            "-k",
-            key,
-            "-v",
-            value,
-        ])
-    };
+    let set = |key: &str, value: &str| update_broker_config(&ns, &broker, key, value);
     // mqadmin's sendMessage works once per JVM: a producer of its own group for each send.
     let send = |step: &str| {
         let (group, topic) = (
