@@ -27,6 +27,8 @@ use crate::tls::TlsOptions;
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long a graceful stop may take.
 const STOP_TIMEOUT: Duration = Duration::from_secs(60);
+/// The name of the first broker group.
+pub const BROKER_A: &str = "broker-a";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FlushDisk {
@@ -73,6 +75,10 @@ pub struct Options {
     /// ACL 2.0 authentication on (Apache 5.3's `authenticationEnabled`, users in the broker's
     /// store) with this super user, which the harness's probes and mqadmin sign as.
     pub auth: Option<AuthOptions>,
+    /// The names of more broker groups in the cluster (one master each, registered with the
+    /// same name server), each a process of its own: `skiff broker`, or another Java broker.
+    /// The first group is always `broker-a`, in the standalone process for Skiff.
+    pub more_broker_groups: Vec<&'static str>,
 }
 
 /// The super user of a target with ACL 2.0 authentication (`initAuthenticationUser`).
@@ -107,6 +113,7 @@ impl Options {
             apache_broker_jvm: None,
             acl: None,
             auth: None,
+            more_broker_groups: Vec::new(),
         })
     }
 }
@@ -126,6 +133,8 @@ struct Running {
     /// `namesrv`).
     broker: Option<Server>,
     namesrv: Option<Server>,
+    /// The brokers of [`Options::more_broker_groups`], in that order.
+    more_brokers: Vec<Server>,
     starts: u32,
 }
 
@@ -133,6 +142,8 @@ pub struct Target {
     dir: PathBuf,
     namesrv_port: u16,
     broker_port: u16,
+    /// The ports of [`Options::more_broker_groups`], in that order.
+    more_broker_ports: Vec<u16>,
     opts: Options,
     running: Mutex<Running>,
 }
@@ -216,6 +227,27 @@ fn new_dir(label: &str) -> Result<PathBuf> {
     Ok(dir)
 }
 
+/// Broker settings as Skiff's TOML config.
+fn skiff_toml(settings: impl Iterator<Item = (&'static str, String)>) -> String {
+    let mut toml = String::new();
+    for (k, v) in settings {
+        // `tls.server.mode` must be quoted, or TOML reads a table `tls`.
+        let k = if k.contains('.') {
+            format!("\"{k}\"")
+        } else {
+            k.to_string()
+        };
+        if v.parse::<u64>().is_ok() || v == "true" || v == "false" {
+            toml.push_str(&format!("{k} = {v}\n"));
+        } else {
+            // JSON values (`initAuthenticationUser`) hold quotes.
+            let v = v.replace('\\', "\\\\").replace('"', "\\\"");
+            toml.push_str(&format!("{k} = \"{v}\"\n"));
+        }
+    }
+    toml
+}
+
 fn logback_file(log: &Path) -> String {
     format!(
         r#"<configuration>
@@ -266,14 +298,21 @@ impl Target {
         // The Java broker also binds listenPort - 2 (fast) and listenPort + 1 (HA); keep those
         // free for either kind, since a restart may switch kinds on the same ports.
         let (namesrv_port, broker_port) = (free_port(&[])?, free_port(&[-2, 1])?);
+        let more_broker_ports = opts
+            .more_broker_groups
+            .iter()
+            .map(|_| free_port(&[-2, 1]))
+            .collect::<Result<_>>()?;
         let t = Target {
             dir: new_dir(label)?,
             namesrv_port,
             broker_port,
+            more_broker_ports,
             running: Mutex::new(Running {
                 kind: opts.kind,
                 broker: None,
                 namesrv: None,
+                more_brokers: Vec::new(),
                 starts: 0,
             }),
             opts,
@@ -293,6 +332,20 @@ impl Target {
 
     pub fn broker(&self) -> String {
         format!("127.0.0.1:{}", self.broker_port)
+    }
+
+    /// The address of the broker group `name` (`broker-a` or one of
+    /// [`Options::more_broker_groups`]).
+    pub fn broker_of(&self, name: &str) -> Option<String> {
+        if name == BROKER_A {
+            return Some(self.broker());
+        }
+        let i = self
+            .opts
+            .more_broker_groups
+            .iter()
+            .position(|g| *g == name)?;
+        Some(format!("127.0.0.1:{}", self.more_broker_ports[i]))
     }
 
     /// JVM flags a Java client needs for this target (`-Dtls.enable=true` when it serves TLS).
@@ -328,7 +381,7 @@ impl Target {
         let o = &self.opts;
         let mut settings = vec![
             ("brokerClusterName", "DefaultCluster".into()),
-            ("brokerName", "broker-a".into()),
+            ("brokerName", BROKER_A.into()),
             ("brokerIP1", "127.0.0.1".into()),
             ("autoCreateTopicEnable", "true".into()),
             ("flushDiskType", o.flush.java_name().into()),
@@ -432,22 +485,15 @@ impl Target {
                     .tls
                     .iter()
                     .flat_map(|t| t.server_settings(&self.dir));
-                for (k, v) in self.common_settings().into_iter().chain(tls) {
-                    // `tls.server.mode` must be quoted, or TOML reads a table `tls`.
-                    let k = if k.contains('.') {
-                        format!("\"{k}\"")
-                    } else {
-                        k.to_string()
-                    };
-                    if v.parse::<u64>().is_ok() || v == "true" || v == "false" {
-                        toml.push_str(&format!("{k} = {v}\n"));
-                    } else {
-                        // JSON values (`initAuthenticationUser`) hold quotes.
-                        let v = v.replace('\\', "\\\\").replace('"', "\\\"");
-                        toml.push_str(&format!("{k} = \"{v}\"\n"));
-                    }
-                }
+                toml.push_str(&skiff_toml(self.common_settings().into_iter().chain(tls)));
                 fs::write(self.dir.join("broker.toml"), toml)?;
+                for (name, settings) in self.more_broker_settings() {
+                    // Skiff keeps the CommitLog under the root dir, always.
+                    let settings = settings
+                        .into_iter()
+                        .filter(|(k, _)| *k != "storePathCommitLog");
+                    fs::write(self.dir.join(format!("{name}.toml")), skiff_toml(settings))?;
+                }
             }
             TargetKind::Apache => {
                 let home = self.dir.join("home");
@@ -479,9 +525,45 @@ impl Target {
                     conf.push_str(&format!("{k}={v}\n"));
                 }
                 fs::write(self.dir.join("broker.conf"), conf)?;
+                for (name, settings) in self.more_broker_settings() {
+                    let mut conf = "brokerId=0\n".to_string();
+                    for (k, v) in settings {
+                        conf.push_str(&format!("{k}={v}\n"));
+                    }
+                    fs::write(self.dir.join(format!("{name}.conf")), conf)?;
+                }
             }
         }
         Ok(())
+    }
+
+    /// The settings of each of [`Options::more_broker_groups`]: the common ones under its own
+    /// name, port and store directory.
+    fn more_broker_settings(&self) -> Vec<(&'static str, Vec<(&'static str, String)>)> {
+        self.opts
+            .more_broker_groups
+            .iter()
+            .zip(&self.more_broker_ports)
+            .map(|(name, port)| {
+                let store = self.dir.join(format!("store-{name}"));
+                let mut settings: Vec<(&'static str, String)> = self
+                    .common_settings()
+                    .into_iter()
+                    .filter(|(k, _)| *k != "brokerName")
+                    .collect();
+                settings.extend([
+                    ("brokerName", name.to_string()),
+                    ("listenPort", port.to_string()),
+                    ("namesrvAddr", self.namesrv()),
+                    ("storePathRootDir", store.display().to_string()),
+                    (
+                        "storePathCommitLog",
+                        store.join("commitlog").display().to_string(),
+                    ),
+                ]);
+                (*name, settings)
+            })
+            .collect()
     }
 
     /// A JVM command for an Apache RocketMQ main class; logs go under `<dir>/home/logs`.
@@ -598,16 +680,58 @@ impl Target {
                 )?));
             }
         }
+        if run.more_brokers.is_empty() {
+            for name in &self.opts.more_broker_groups {
+                let broker = self.spawn_more_broker(run.kind, name)?;
+                run.more_brokers.push(broker);
+            }
+        }
         Ok(())
+    }
+
+    /// Starts the broker group `name` of [`Options::more_broker_groups`] from the config
+    /// [`Target::write_config`] wrote for it.
+    fn spawn_more_broker(&self, kind: TargetKind, name: &str) -> Result<Server> {
+        let cmd = match kind {
+            TargetKind::Skiff if runtime::runtime()? == Runtime::Container => {
+                bail!("more broker groups run as processes only")
+            }
+            TargetKind::Skiff => {
+                let mut cmd = Command::new(skiff_bin()?);
+                cmd.current_dir(&self.dir)
+                    .arg("broker")
+                    .arg("-c")
+                    .arg(self.dir.join(format!("{name}.toml")));
+                cmd
+            }
+            TargetKind::Apache => {
+                let version = settings::apache_version();
+                let cp =
+                    java::classpath(&java::java_dir().join("broker"), "apache-broker", &version)?;
+                self.apache_command(
+                    &cp,
+                    "org.apache.rocketmq.broker.BrokerStartup",
+                    &format!("{name}.conf"),
+                )
+            }
+        };
+        Ok(Server::Proc(Proc::spawn(name, cmd, &self.dir)?))
     }
 
     /// Fails with the processes' output if one of them has exited.
     pub fn check_alive(&self) -> Result<()> {
         let mut run = self.running.lock().unwrap_or_else(|e| e.into_inner());
         let Running {
-            broker, namesrv, ..
+            broker,
+            namesrv,
+            more_brokers,
+            ..
         } = &mut *run;
-        for p in [broker.as_mut(), namesrv.as_mut()].into_iter().flatten() {
+        let processes = [broker.as_mut(), namesrv.as_mut()]
+            .into_iter()
+            .flatten()
+            .chain(more_brokers.iter_mut());
+        for p in processes {
             if let Some(st) = p.exited()? {
                 bail!("{} exited ({st})\n{}", p.name(), p.output_tail(60));
             }
@@ -647,8 +771,12 @@ impl Target {
             bail!("cluster info: {}", info.code());
         }
         let addr = self.broker();
-        if !String::from_utf8_lossy(&info.body).contains(&format!("\"{addr}\"")) {
-            bail!("name server does not list {addr} yet");
+        let listed = String::from_utf8_lossy(&info.body);
+        for name in self.opts.more_broker_groups.iter().chain([&BROKER_A]) {
+            let addr = self.broker_of(name).expect("a group of this target");
+            if !listed.contains(&format!("\"{addr}\"")) {
+                bail!("name server does not list {addr} ({name}) yet");
+            }
         }
         let mut b = self.connect(&addr, wait)?;
         let body = remoting::empty_heartbeat();
@@ -708,6 +836,12 @@ impl Target {
     pub fn stop_all(&self, how: Stop) -> Result<()> {
         self.stop(how)?;
         let mut run = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        for mut broker in run.more_brokers.drain(..) {
+            broker.signal(libc::SIGTERM)?;
+            if broker.wait_for(STOP_TIMEOUT)?.is_none() {
+                broker.kill()?;
+            }
+        }
         if let Some(mut ns) = run.namesrv.take() {
             ns.signal(libc::SIGTERM)?;
             if ns.wait_for(STOP_TIMEOUT)?.is_none() {
@@ -752,6 +886,7 @@ impl Target {
         for p in [run.namesrv.as_ref(), run.broker.as_ref()]
             .into_iter()
             .flatten()
+            .chain(&run.more_brokers)
         {
             s.push_str(&p.output_tail(40));
             s.push('\n');
@@ -765,6 +900,7 @@ impl Drop for Target {
     fn drop(&mut self) {
         let run = self.running.get_mut().unwrap_or_else(|e| e.into_inner());
         run.broker.take();
+        run.more_brokers.clear();
         run.namesrv.take();
         // Keep the data and logs of a failed test for inspection (or of every test, if asked).
         if thread::panicking() {

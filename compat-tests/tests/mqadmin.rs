@@ -21,7 +21,9 @@
 //! `removeColdDataFlowCtrGroupConfig`, `setCommitLogReadAheadMode`, `resetMasterFlushOffset`,
 //! `checkRocksdbCqWriteProgress`, `exportPopRecord`, `queryMsgTraceById` and `clusterRT`.
 //!
-//! On targets of their own: `updateStaticTopic` and `remappingStaticTopic`; and with
+//! On targets of their own: `updateStaticTopic` and `remappingStaticTopic`, on one broker group
+//! and over two (a second broker group in the cluster, its logical queues used by a producer and
+//! push consumers across a remapping); and with
 //! `useServerSideResetOffset=false`, `resetOffsetByTime` pushed to a live consumer and
 //! `startMonitoring`; `updateBrokerConfig` of `fileReservedTime` and `autoCreateTopicEnable`
 //! in force at once (66 of mqadmin 5.3.3's 89 commands). mqadmin exits 0 even when a command
@@ -2278,6 +2280,253 @@ fn live_settings(target: &Target) -> Result<()> {
         bail!(
             "getBrokerConfig: expected autoCreateTopicEnable=true in:\n{}",
             out[6]
+        );
+    }
+    Ok(())
+}
+
+/// A static topic over two broker groups (UPDATE_AND_CREATE_STATIC_TOPIC on each, then the
+/// logical queues served where they are led): created over the cluster, written and read by a
+/// producer and a push consumer, remapped onto broker-b, written again (the moved queues go on
+/// from logical offset 10,000), read on by the same group and read whole by a new one, whose
+/// pulls of the older stretches broker-b passes on to broker-a. Which logical queues land where
+/// is mqadmin's random choice, so the checks count rather than match ids.
+#[test]
+fn mqadmin_static_topic_over_two_groups_answers_as_apache() {
+    let opts = Options {
+        more_broker_groups: vec![BROKER_B],
+        ..default_options()
+    };
+    compare("mqadmin-static2", opts, static_topic_over_two_groups);
+}
+
+const BROKER_B: &str = "broker-b";
+
+/// `(broker, queue id, queue offset)` of each `SEND_OK` line of an `@producer`.
+fn sends(output: &str) -> Vec<(String, i32, i64)> {
+    output
+        .lines()
+        .filter_map(|line| {
+            let mut words = line.split_whitespace();
+            if words.next()? != "SEND_OK" {
+                return None;
+            }
+            let broker = words.next()?.to_string();
+            Some((
+                broker,
+                words.next()?.parse().ok()?,
+                words.next()?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+/// The `(min, max)` offsets of `topicStatus`'s rows for `broker`, sorted.
+fn status_rows(output: &str, broker: &str) -> Vec<(i64, i64)> {
+    let mut rows: Vec<(i64, i64)> = output
+        .lines()
+        .filter(|line| line.starts_with(&format!("{broker} ")))
+        .filter_map(|line| {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            Some((words.get(2)?.parse().ok()?, words.get(3)?.parse().ok()?))
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+/// How many logical queues each broker group leads in a `topicRoute` (its `currIdMap`s).
+fn led_queues(route: &str) -> Vec<usize> {
+    route
+        .split("\"currIdMap\":{")
+        .skip(1)
+        .map(|rest| rest.split('}').next().unwrap_or("").matches(':').count())
+        .collect()
+}
+
+/// The count an `@consumer` printed (`consumed N`).
+fn consumed(output: &str) -> Option<usize> {
+    output
+        .lines()
+        .find_map(|line| line.strip_prefix("consumed ")?.trim().parse().ok())
+}
+
+fn static_topic_over_two_groups(target: &Target) -> Result<()> {
+    let ns = target.namesrv();
+    let id = unique_id("s2");
+    let topic = format!("mqadmin_static2_{id}");
+    let (cg1, cg2) = (format!("s2_cg1_{id}"), format!("s2_cg2_{id}"));
+    let producer = format!("s2_pg_{id}");
+    let create = words(&[
+        "updateStaticTopic",
+        "-n",
+        &ns,
+        "-t",
+        &topic,
+        "-qn",
+        "4",
+        "-c",
+        "DefaultCluster",
+    ]);
+    let remap = words(&[
+        "remappingStaticTopic",
+        "-n",
+        &ns,
+        "-t",
+        &topic,
+        "-b",
+        BROKER_B,
+    ]);
+    let route = words(&["topicRoute", "-n", &ns, "-t", &topic]);
+    let status = words(&["topicStatus", "-n", &ns, "-t", &topic]);
+    // A JVM per phase: a client caches routes for 30 s, and one client per JVM consumes.
+    let first = [
+        create,
+        route.clone(),
+        words(&["@producer", &ns, &producer, &topic, "8"]),
+        words(&["@consumer", &ns, &cg1, &topic, "8"]),
+        // The consumer commits its offsets every 5 s from 10 s after its start.
+        words(&["@sleep", "11000"]),
+        status.clone(),
+        words(&["consumerProgress", "-n", &ns, "-g", &cg1]),
+        remap,
+        route,
+    ];
+    let second = [
+        words(&["@producer", &ns, &producer, &topic, "8"]),
+        words(&["@consumer", &ns, &cg1, &topic, "8"]),
+        status,
+    ];
+    let third = [words(&["@consumer", &ns, &cg2, &topic, "16"])];
+    let outputs = mqadmin(target, "static2-a", &first).and_then(|first| {
+        let second = mqadmin(target, "static2-b", &second)?;
+        let third = mqadmin(target, "static2-c", &third)?;
+        Ok((first, second, third))
+    });
+    for entry in fs::read_dir("/tmp")?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(&topic) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    let (first, second, third) = outputs?;
+
+    expect(
+        "updateStaticTopic over the cluster",
+        &first[0],
+        &["The new mapping data is written to file "],
+    )?;
+    // Two logical queues led by each group, each on a physical queue of its own.
+    expect(
+        "topicRoute of the new static topic",
+        &first[1],
+        &[
+            "\"readQueueNums\":2,",
+            "\"broker-a\":{",
+            "\"broker-b\":{",
+            "\"totalQueues\":4",
+        ],
+    )?;
+    if led_queues(&first[1]) != [2, 2] {
+        bail!(
+            "topicRoute: expected 4 logical queues led in:\n{}",
+            first[1]
+        );
+    }
+    // Each logical queue got two messages at logical offsets 0 and 1.
+    let mut sent = sends(&first[2]);
+    sent.sort_by_key(|(_, queue, offset)| (*queue, *offset));
+    let offsets: Vec<(i32, i64)> = sent.iter().map(|(_, q, o)| (*q, *o)).collect();
+    let expected: Vec<(i32, i64)> = (0..4).flat_map(|q| [(q, 0), (q, 1)]).collect();
+    if offsets != expected {
+        bail!(
+            "@producer: expected offsets 0 and 1 on each logical queue in:\n{}",
+            first[2]
+        );
+    }
+    if consumed(&first[3]).unwrap_or(0) < 8 {
+        bail!("@consumer: expected 8 consumed in:\n{}", first[3]);
+    }
+    let two_each = vec![(0, 2); 4];
+    if status_rows(&first[5], "__syslo__global__") != two_each
+        || status_rows(&first[5], "broker-a") != vec![(0, 2); 2]
+        || status_rows(&first[5], "broker-b") != vec![(0, 2); 2]
+    {
+        bail!(
+            "topicStatus: expected 2 messages in each queue in:\n{}",
+            first[5]
+        );
+    }
+    // Every logical queue, consumed to its end.
+    let progress_rows = first[6]
+        .lines()
+        .filter(|line| line.contains(" __syslo__global__ "))
+        .count();
+    if progress_rows != 4 || !first[6].contains("Consume Diff Total: 0") {
+        bail!(
+            "consumerProgress: expected 4 logical queues consumed to the end in:\n{}",
+            first[6]
+        );
+    }
+    expect("consumerProgress", &first[6], &[])?;
+    if first[7]
+        .matches("The old mapping data is written to file ")
+        .count()
+        != 2
+    {
+        bail!(
+            "remappingStaticTopic: expected both mapping files in:\n{}",
+            first[7]
+        );
+    }
+    expect("remappingStaticTopic", &first[7], &[])?;
+    expect(
+        "topicRoute after the remapping",
+        &first[8],
+        &["\"readQueueNums\":4,"],
+    )?;
+    let mut led = led_queues(&first[8]);
+    led.sort();
+    if led != [0, 4] {
+        bail!(
+            "topicRoute after the remapping: expected broker-b to lead all 4 in:\n{}",
+            first[8]
+        );
+    }
+
+    // All four logical queues are on broker-b now; the two moved ones go on from 10,000.
+    let sent = sends(&second[0]);
+    let mut by_queue: Vec<(i32, i64)> = sent.iter().map(|(_, q, o)| (*q, *o)).collect();
+    by_queue.sort();
+    let stayed = by_queue.iter().filter(|(_, o)| (2..4).contains(o)).count();
+    let moved = by_queue
+        .iter()
+        .filter(|(_, o)| (10_000..10_002).contains(o))
+        .count();
+    if sent.len() != 8 || sent.iter().any(|(b, _, _)| b != BROKER_B) || stayed != 4 || moved != 4 {
+        bail!("@producer after the remapping: expected 4 sends at 2..4 and 4 at 10000.. on broker-b in:\n{}", second[0]);
+    }
+    if consumed(&second[1]).unwrap_or(0) < 8 {
+        bail!(
+            "@consumer after the remapping: expected 8 consumed in:\n{}",
+            second[1]
+        );
+    }
+    let mut logical = vec![(0, 4), (0, 4), (0, 10_002), (0, 10_002)];
+    logical.sort();
+    if status_rows(&second[2], "__syslo__global__") != logical
+        || status_rows(&second[2], "broker-a") != vec![(0, 2); 2]
+        || status_rows(&second[2], "broker-b") != vec![(0, 2), (0, 2), (0, 4), (0, 4)]
+    {
+        bail!(
+            "topicStatus after the remapping: unexpected offsets in:\n{}",
+            second[2]
+        );
+    }
+    // A new group reads everything, the older stretches through broker-b from broker-a.
+    if consumed(&third[0]).unwrap_or(0) < 16 {
+        bail!(
+            "@consumer of a new group: expected 16 consumed in:\n{}",
+            third[0]
         );
     }
     Ok(())

@@ -26,7 +26,22 @@ use crate::transaction::{CheckTransactionStateRequest, EndTransactionRequest};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
 pub struct QueueRef {
     pub topic: String,
+    /// Of a static topic, the logical queue id (and offsets are logical), unless `physical`.
     pub queue_id: i32,
+    /// The queue id and offsets name a physical queue even if the topic is static: a request
+    /// one broker passes on to another for a logical queue's older stretch (Java's `lo=false`).
+    pub physical: bool,
+}
+
+impl QueueRef {
+    /// A queue addressed as clients address it (logical if the topic is static).
+    pub fn new(topic: impl Into<String>, queue_id: i32) -> QueueRef {
+        QueueRef {
+            topic: topic.into(),
+            queue_id,
+            physical: false,
+        }
+    }
 }
 
 /// Everything a client can ask of a name server or a broker, and the requests a broker sends
@@ -42,6 +57,10 @@ pub enum Request {
     QueryConsumerOffset {
         group: String,
         queue: QueueRef,
+        /// With nothing committed, answer 0 for a queue that still starts at 0 (Java's
+        /// `setZeroIfNotFound`, true unless the header says false; brokers asking each other
+        /// for a static topic's older stretch say false).
+        set_zero_if_not_found: bool,
     },
     /// Commit a group's offset on a queue.
     UpdateConsumerOffset {
@@ -296,6 +315,9 @@ pub enum ErrorKind {
     VersionNotSupported,
     /// Refused in this state (Java's `ILLEGAL_OPERATION`, 604).
     IllegalOperation,
+    /// A static topic's logical queue this broker does not lead (Java's `NOT_LEADER_FOR_QUEUE`,
+    /// 501).
+    NotLeaderForQueue,
     /// No such message (an ack or change of an offset outside the queue).
     NoMessage,
     /// A long-polling request arrived too late to be held.
@@ -364,6 +386,9 @@ pub struct PullResult {
     pub max_offset: i64,
     /// Which member of the broker group to pull from next (0 = master).
     pub suggest_which_broker_id: i64,
+    /// Of a static topic's logical queue: what to add to each message's (physical) queue offset
+    /// to get its logical one (Java's `offsetDelta`); `None` for other topics.
+    pub offset_delta: Option<i64>,
     /// Stored records (see [`crate::record`]), in queue order.
     pub messages: Vec<Bytes>,
 }

@@ -53,6 +53,66 @@ impl LogicQueueMappingItem {
             self.logic_offset
         }
     }
+
+    /// The logical offset of physical offset `physical` (`computeStaticQueueOffsetStrictly`).
+    pub fn static_offset_strictly(&self, physical: i64) -> i64 {
+        if physical < self.start_offset {
+            self.logic_offset
+        } else {
+            self.logic_offset + (physical - self.start_offset)
+        }
+    }
+
+    /// [`Self::static_offset_strictly`], but -1 while the logical offset is undecided and
+    /// clamped to a decided end (`computeStaticQueueOffsetLoosely`).
+    pub fn static_offset_loosely(&self, physical: i64) -> i64 {
+        if self.logic_offset < 0 {
+            -1
+        } else if physical < self.start_offset {
+            self.logic_offset
+        } else if self.end_offset >= self.start_offset && self.end_offset < physical {
+            self.logic_offset + (self.end_offset - self.start_offset)
+        } else {
+            self.logic_offset + (physical - self.start_offset)
+        }
+    }
+
+    /// The physical offset of logical offset `logical` (`computePhysicalQueueOffset`; negative
+    /// below the item).
+    pub fn physical_offset(&self, logical: i64) -> i64 {
+        logical - self.logic_offset + self.start_offset
+    }
+
+    /// What turns this item's physical offsets into logical ones (`computeOffsetDelta`).
+    pub fn offset_delta(&self) -> i64 {
+        self.logic_offset - self.start_offset
+    }
+
+    /// Whether the physical end is known (`checkIfEndOffsetDecided`; no tool sets it today).
+    pub fn end_decided(&self) -> bool {
+        self.end_offset > self.start_offset
+    }
+}
+
+/// The item of `items` (oldest first) holding logical offset `logical`: the newest item with a
+/// decided logical offset at or below it, else the oldest decided item
+/// (`findLogicQueueMappingItem` with `ignoreNegative`). `0` finds the earliest item,
+/// `i64::MAX` the newest decided one.
+pub fn find_item(items: &[LogicQueueMappingItem], logical: i64) -> Option<&LogicQueueMappingItem> {
+    let decided = || items.iter().filter(|item| item.logic_offset >= 0);
+    decided()
+        .rev()
+        .find(|item| logical >= item.logic_offset)
+        .or_else(|| decided().next())
+}
+
+/// The decided item after `current` (matched by generation), if any (`findNext`).
+pub fn find_next<'a>(
+    items: &'a [LogicQueueMappingItem],
+    current: &LogicQueueMappingItem,
+) -> Option<&'a LogicQueueMappingItem> {
+    let at = items.iter().position(|item| item.gen == current.gen)?;
+    items.get(at + 1).filter(|next| next.logic_offset >= 0)
 }
 
 /// What a broker group registers of a static topic (`TopicQueueMappingInfo`): the logical queue
@@ -116,6 +176,14 @@ impl Default for TopicQueueMappingDetail {
 }
 
 impl TopicQueueMappingDetail {
+    /// The item of this broker group on its physical queue `queue_id`, if one is.
+    pub fn item_here(&self, queue_id: i32) -> Option<&LogicQueueMappingItem> {
+        self.hosted_queues
+            .values()
+            .flatten()
+            .find(|item| item.bname == self.bname && item.queue_id == queue_id)
+    }
+
     /// What the broker registers (`cloneAsMappingInfo`): the logical queues whose latest item
     /// is on this broker group, with that item's physical queue id.
     pub fn mapping_info(&self) -> TopicQueueMappingInfo {
@@ -172,6 +240,40 @@ mod tests {
             (info.scope.as_str(), info.total_queues, info.epoch),
             ("__global__", 3, 7)
         );
+    }
+
+    fn at(gen: i32, bname: &str, logic_offset: i64) -> LogicQueueMappingItem {
+        LogicQueueMappingItem {
+            logic_offset,
+            ..item(gen, 0, bname)
+        }
+    }
+
+    #[test]
+    fn offsets_convert_between_physical_and_logical_as_java_does() {
+        let item = at(1, "b", 20_000);
+        assert_eq!(item.static_offset_strictly(5), 20_005);
+        assert_eq!(item.physical_offset(20_005), 5);
+        assert_eq!(item.physical_offset(7), 7 - 20_000);
+        assert_eq!(item.offset_delta(), 20_000);
+        assert_eq!(item.static_offset_loosely(5), 20_005);
+        assert_eq!(at(1, "b", -1).static_offset_loosely(5), -1);
+        let mut ended = at(0, "a", 0);
+        ended.end_offset = 10;
+        assert_eq!(ended.static_offset_loosely(15), 10);
+        assert!(ended.end_decided());
+    }
+
+    #[test]
+    fn items_are_found_by_logical_offset_skipping_undecided_ones() {
+        let items = [at(0, "a", 0), at(1, "b", 10_000), at(2, "c", -1)];
+        assert_eq!(find_item(&items, 5).unwrap().gen, 0);
+        assert_eq!(find_item(&items, 10_000).unwrap().gen, 1);
+        assert_eq!(find_item(&items, i64::MAX).unwrap().gen, 1);
+        assert_eq!(find_item(&items, -3).unwrap().gen, 0);
+        assert_eq!(find_next(&items, &items[0]).unwrap().gen, 1);
+        assert_eq!(find_next(&items, &items[1]), None);
+        assert_eq!(find_item(&[at(0, "a", -1)], 0), None);
     }
 
     #[test]

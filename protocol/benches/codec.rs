@@ -122,6 +122,7 @@ fn pull_reply(c: &mut Criterion) {
             queue: QueueRef {
                 topic: "BenchmarkTest".into(),
                 queue_id: 3,
+                physical: false,
             },
             queue_offset: 0,
             max_msg_nums: 32,
@@ -143,6 +144,7 @@ fn pull_reply(c: &mut Criterion) {
         max_offset: 1000,
         suggest_which_broker_id: 0,
         messages: records(),
+        offset_delta: None,
     };
     let mut group = c.benchmark_group("pull_reply_32x1k");
     group.throughput(Throughput::Elements(32));

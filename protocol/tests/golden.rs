@@ -243,7 +243,8 @@ fn java_pull_and_heartbeat_requests_decode() {
                 pull.queue,
                 QueueRef {
                     topic: "TopicTest".into(),
-                    queue_id: 1
+                    queue_id: 1,
+                    physical: false,
                 }
             );
             assert_eq!(pull.queue_offset, 42);
@@ -299,6 +300,7 @@ fn request_for(code_name: &str) -> Request {
     let queue = QueueRef {
         topic: "TopicTest".into(),
         queue_id: 1,
+        physical: false,
     };
     match code_name {
         "send" => Request::Send(Default::default()),
@@ -306,6 +308,7 @@ fn request_for(code_name: &str) -> Request {
         _ => Request::QueryConsumerOffset {
             group: "cg".into(),
             queue,
+            set_zero_if_not_found: true,
         },
     }
 }
@@ -818,6 +821,7 @@ fn search_boundary_round_trips_through_java_names() {
         queue: QueueRef {
             topic: "T".into(),
             queue_id: 0,
+            physical: false,
         },
         timestamp: 5,
         boundary: BoundaryType::Upper,

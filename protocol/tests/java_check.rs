@@ -119,6 +119,7 @@ fn dump_for_java_check() {
             max_offset: 12,
             suggest_which_broker_id: 0,
             messages: vec![record(10, b"hello"), record(11, b"world")],
+            offset_delta: None,
         }),
     );
     replies(
@@ -138,7 +139,9 @@ fn dump_for_java_check() {
         queue: QueueRef {
             topic: "TopicTest".into(),
             queue_id: 0,
+            physical: false,
         },
+        set_zero_if_not_found: true,
     };
     replies(&dir, "offset_response", &offset_request, Reply::Offset(250));
     replies(

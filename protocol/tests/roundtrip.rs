@@ -56,7 +56,12 @@ fn message() -> impl Strategy<Value = Message> {
 }
 
 fn queue_ref() -> impl Strategy<Value = QueueRef> {
-    (text(), any::<i32>()).prop_map(|(topic, queue_id)| QueueRef { topic, queue_id })
+    // `physical`: Java's `lo=false`, set on requests one broker passes on to another.
+    (text(), any::<i32>(), any::<bool>()).prop_map(|(topic, queue_id, physical)| QueueRef {
+        topic,
+        queue_id,
+        physical,
+    })
 }
 
 fn send_request() -> impl Strategy<Value = SendRequest> {
@@ -383,8 +388,13 @@ fn request() -> impl Strategy<Value = Request> {
     prop_oneof![
         send_request().prop_map(Request::Send),
         pull_request().prop_map(Request::Pull),
-        (text(), queue_ref())
-            .prop_map(|(group, queue)| Request::QueryConsumerOffset { group, queue }),
+        (text(), queue_ref(), any::<bool>()).prop_map(|(group, queue, set_zero_if_not_found)| {
+            Request::QueryConsumerOffset {
+                group,
+                queue,
+                set_zero_if_not_found,
+            }
+        }),
         (text(), queue_ref(), any::<i64>()).prop_map(|(group, queue, offset)| {
             Request::UpdateConsumerOffset {
                 group,
@@ -701,20 +711,24 @@ fn reply_for_request() -> impl Strategy<Value = (Request, Reply)> {
             ],
             (any::<i64>(), any::<i64>(), any::<i64>(), any::<i64>()),
             vec(record(), 0..4),
+            option::of(any::<i64>()),
         )
-            .prop_map(|(pull, status, (next, min, max, suggest), messages)| {
-                (
-                    Request::Pull(pull),
-                    Reply::Pulled(PullResult {
-                        status,
-                        next_begin_offset: next,
-                        min_offset: min,
-                        max_offset: max,
-                        suggest_which_broker_id: suggest,
-                        messages,
-                    }),
-                )
-            }),
+            .prop_map(
+                |(pull, status, (next, min, max, suggest), messages, delta)| {
+                    (
+                        Request::Pull(pull),
+                        Reply::Pulled(PullResult {
+                            status,
+                            next_begin_offset: next,
+                            min_offset: min,
+                            max_offset: max,
+                            suggest_which_broker_id: suggest,
+                            messages,
+                            offset_delta: delta,
+                        }),
+                    )
+                }
+            ),
         (offset_request, any::<i64>()).prop_map(|(r, o)| (r, Reply::Offset(o))),
         (queue_ref(), any::<i64>()).prop_map(|(queue, t)| (
             Request::GetEarliestMsgStoreTime { queue },

@@ -252,6 +252,7 @@ async fn maintenance_codes_keep_what_is_in_use() {
                 queue: skiff_model::command::QueueRef {
                     topic: TOPIC.into(),
                     queue_id: 0,
+                    physical: false,
                 },
             },
             TIMEOUT,

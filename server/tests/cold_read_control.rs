@@ -35,6 +35,7 @@ fn pull(group: &str) -> Request {
         queue: QueueRef {
             topic: TOPIC.into(),
             queue_id: 0,
+            physical: false,
         },
         queue_offset: 0,
         max_msg_nums: 32,

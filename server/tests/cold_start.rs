@@ -66,6 +66,7 @@ async fn a_held_pull_is_answered_as_soon_as_a_message_arrives() {
         queue: QueueRef {
             topic: "ColdHeld".into(),
             queue_id: 0,
+            physical: false,
         },
         queue_offset: 0,
         max_msg_nums: 32,

@@ -32,6 +32,7 @@ fn held_pull(topic: &str, suspend_ms: u64) -> Request {
         queue: QueueRef {
             topic: topic.into(),
             queue_id: 0,
+            physical: false,
         },
         max_msg_nums: 1,
         suspend_timeout_millis: Some(suspend_ms),

@@ -158,6 +158,7 @@ async fn populate(client: &RemotingClient) -> String {
                 queue: QueueRef {
                     topic: TOPIC.into(),
                     queue_id: 0,
+                    physical: false,
                 },
                 queue_offset: 0,
                 max_msg_nums: 2,
@@ -181,6 +182,7 @@ async fn populate(client: &RemotingClient) -> String {
                 queue: QueueRef {
                     topic: TOPIC.into(),
                     queue_id: 0,
+                    physical: false,
                 },
                 offset: 2,
             },

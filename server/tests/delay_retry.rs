@@ -65,6 +65,7 @@ async fn pull(client: &RemotingClient, topic: &str, queue_id: i32) -> Vec<Bytes>
                 queue: QueueRef {
                     topic: topic.into(),
                     queue_id,
+                    physical: false,
                 },
                 queue_offset: 0,
                 max_msg_nums: 32,

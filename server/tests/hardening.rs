@@ -172,6 +172,7 @@ async fn pulls_do_not_auto_create_illegal_groups() {
                 queue: QueueRef {
                     topic: "PullMe".into(),
                     queue_id: 0,
+                    physical: false,
                 },
                 max_msg_nums: 1,
                 lite: true,

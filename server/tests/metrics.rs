@@ -126,6 +126,7 @@ async fn scrape_shows_java_names_labels_and_counts() {
                 queue: QueueRef {
                     topic: topic.into(),
                     queue_id: 0,
+                    physical: false,
                 },
                 queue_offset: 0,
                 max_msg_nums: 2,
@@ -153,6 +154,7 @@ async fn scrape_shows_java_names_labels_and_counts() {
                 queue: QueueRef {
                     topic: topic.into(),
                     queue_id: 0,
+                    physical: false,
                 },
                 offset: 2,
             },

@@ -41,6 +41,7 @@ fn pull(offset: i64) -> Request {
         queue: QueueRef {
             topic: TOPIC.into(),
             queue_id: 0,
+            physical: false,
         },
         queue_offset: offset,
         max_msg_nums: 32,
@@ -83,6 +84,7 @@ async fn consumers_behind_retention_are_moved_to_the_new_start() {
         queue: QueueRef {
             topic: TOPIC.into(),
             queue_id: 0,
+            physical: false,
         },
     };
     // Every full segment has expired; retention deletes them a round at a time, so wait until the

@@ -5,7 +5,8 @@
 //
 // Lines starting with @ set up clients in this JVM for the commands after them to look at
 // (connections, running info, traffic statistics); they stay up until the JVM exits:
-//   @producer <namesrv> <group> <topic> <count>  start a producer, send <count> messages
+//   @producer <namesrv> <group> <topic> <count>  start a producer, send <count> messages, print
+//                                                each one's status, broker, queue id and offset
 //   @fill <namesrv> <group> <topic> <count> <bytes>  send <count> uncompressed messages of
 //                                                <bytes> random bytes each
 //   @consumer <namesrv> <group> <topic> <count>  start a push consumer from the first offset and
@@ -99,7 +100,9 @@ public class MqAdminBatch {
                     Message msg = new Message(words[3], "TagA", ("batch " + i).getBytes(StandardCharsets.UTF_8));
                     SendResult sent = producer.send(msg);
                     lastOffsetMsgId = sent.getOffsetMsgId();
-                    System.out.println(sent.getSendStatus());
+                    MessageQueue mq = sent.getMessageQueue();
+                    System.out.println(sent.getSendStatus() + " " + mq.getBrokerName() + " "
+                        + mq.getQueueId() + " " + sent.getQueueOffset());
                 }
                 // Producers heartbeat every 30 s; the broker should know this one now.
                 producer.getDefaultMQProducerImpl().getMqClientFactory().sendHeartbeatToAllBrokerWithLock();

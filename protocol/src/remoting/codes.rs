@@ -133,12 +133,13 @@ pub mod response {
     pub const CONSUME_MSG_TIMEOUT: i32 = 207;
     pub const FLOW_CONTROL: i32 = 215;
     pub const ILLEGAL_OPERATION: i32 = 604;
+    pub const NOT_LEADER_FOR_QUEUE: i32 = 501;
     pub const NO_MESSAGE: i32 = 208;
     pub const POLLING_FULL: i32 = 209;
     pub const POLLING_TIMEOUT: i32 = 210;
 }
 
-const ERRORS: [(ErrorKind, i32); 22] = [
+const ERRORS: [(ErrorKind, i32); 23] = [
     (ErrorKind::SystemError, response::SYSTEM_ERROR),
     (ErrorKind::SystemBusy, response::SYSTEM_BUSY),
     (
@@ -182,6 +183,7 @@ const ERRORS: [(ErrorKind, i32); 22] = [
         response::VERSION_NOT_SUPPORTED,
     ),
     (ErrorKind::IllegalOperation, response::ILLEGAL_OPERATION),
+    (ErrorKind::NotLeaderForQueue, response::NOT_LEADER_FOR_QUEUE),
     (ErrorKind::NoMessage, response::NO_MESSAGE),
     (ErrorKind::PollingTimeout, response::POLLING_TIMEOUT),
     (

@@ -61,6 +61,7 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<PopCommand, ErrorReply> {
             queue: QueueRef {
                 topic: f.string("topic")?,
                 queue_id: f.num("queueId")?,
+                physical: false,
             },
             max_msg_nums: f.num("maxMsgNums")?,
         }),
@@ -120,6 +121,7 @@ fn decode_ack(f: &Fields, change: bool) -> Result<skiff_model::pop::AckRequest, 
         queue: QueueRef {
             topic: f.string("topic")?,
             queue_id: f.num("queueId")?,
+            physical: false,
         },
         offset: f.num("offset")?,
         extra_info: f.string("extraInfo")?,
@@ -468,6 +470,7 @@ mod tests {
             queue: QueueRef {
                 topic: "%RETRY%G_T".into(),
                 queue_id: 0,
+                physical: false,
             },
             offset: 9,
             extra_info: "0 1 2 3 1 b 0 9".into(),
@@ -497,6 +500,7 @@ mod tests {
             queue: QueueRef {
                 topic: "T".into(),
                 queue_id: 2,
+                physical: false,
             },
             max_msg_nums: 3,
         }));

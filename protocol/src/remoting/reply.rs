@@ -71,6 +71,9 @@ pub fn encode_reply(request: &RemotingCommand, reply: Reply) -> RemotingCommand 
             cmd.set_ext("nextBeginOffset", pulled.next_begin_offset);
             cmd.set_ext("minOffset", pulled.min_offset);
             cmd.set_ext("maxOffset", pulled.max_offset);
+            if let Some(delta) = pulled.offset_delta {
+                cmd.set_ext("offsetDelta", delta);
+            }
             cmd.body = Body::Chunks(pulled.messages);
         }
         Reply::LockedQueues(queues) => {
@@ -322,6 +325,9 @@ fn decode_pulled(
         min_offset: num(response, "minOffset")?,
         max_offset: num(response, "maxOffset")?,
         suggest_which_broker_id: num(response, "suggestWhichBrokerId")?,
+        offset_delta: response
+            .ext("offsetDelta")
+            .and_then(|delta| delta.parse().ok()),
         messages: split_records(response.body.to_bytes())?,
     }))
 }

@@ -98,6 +98,7 @@ pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
         code::QUERY_CONSUMER_OFFSET => Request::QueryConsumerOffset {
             group: f.string("consumerGroup")?,
             queue: queue(&f)?,
+            set_zero_if_not_found: f.opt_bool("setZeroIfNotFound") != Some(false),
         },
         code::UPDATE_CONSUMER_OFFSET => Request::UpdateConsumerOffset {
             group: f.string("consumerGroup")?,
@@ -246,6 +247,7 @@ fn queue(f: &Fields) -> Result<QueueRef, ErrorReply> {
     Ok(QueueRef {
         topic: f.string("topic")?,
         queue_id: f.num("queueId")?,
+        physical: f.opt_bool("lo") == Some(false),
     })
 }
 
@@ -495,9 +497,16 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
     let mut out = FieldsOut(&mut cmd.ext_fields);
     match request {
         Request::Send(_) | Request::Pull(_) | Request::Pop(_) | Request::Admin(_) => {}
-        Request::QueryConsumerOffset { group, queue } => {
+        Request::QueryConsumerOffset {
+            group,
+            queue,
+            set_zero_if_not_found,
+        } => {
             out.put("consumerGroup", group);
             put_queue(&mut out, queue);
+            if !set_zero_if_not_found {
+                out.put("setZeroIfNotFound", false);
+            }
         }
         Request::UpdateConsumerOffset {
             group,
@@ -742,6 +751,9 @@ pub(super) fn put_create_topic(out: &mut FieldsOut, topic: &TopicConfig) {
 fn put_queue(out: &mut FieldsOut, queue: &QueueRef) {
     out.put("topic", &queue.topic)
         .put("queueId", queue.queue_id);
+    if queue.physical {
+        out.put("lo", false);
+    }
 }
 
 fn encode_send(send: &SendRequest) -> RemotingCommand {

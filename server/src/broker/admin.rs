@@ -65,12 +65,8 @@ pub(super) fn create_topics(state: &Arc<BrokerState>, configs: Vec<TopicConfig>)
 /// part of the mapping, then a registration with the name servers, which put the mapping in the
 /// route. The mapping is checked before anything changes (Java stores the settings first and
 /// then answers a refused mapping with SYSTEM_ERROR). A broker hosting none of the logical
-/// queues gets zero queues, as in Java.
-///
-/// Skiff serves a logical queue as the physical queue of the same id, without Java's offset
-/// translation and forwarding between groups, so it refuses a mapping that is not one to one:
-/// what mqadmin makes when it spreads a static topic over several broker groups or remaps it
-/// between them. On one broker group mqadmin's mappings are always one to one.
+/// queues gets zero queues, as in Java. Requests for the logical queues are then served by
+/// `logical_queues` (sends, pulls, consumer offsets and offset queries).
 pub(super) fn create_static_topic(
     state: &Arc<BrokerState>,
     config: TopicConfig,
@@ -113,9 +109,6 @@ pub(super) fn create_static_topic(
             ),
         ));
     }
-    if let Some(remark) = not_one_to_one(&mapping) {
-        return Handled::Now(Reply::error(ErrorKind::SystemError, remark));
-    }
     if let Err(remark) = state.static_topics.update(mapping, force) {
         return Handled::Now(Reply::error(ErrorKind::SystemError, remark));
     }
@@ -126,33 +119,6 @@ pub(super) fn create_static_topic(
         state.name_servers.register_changed(&state).await;
         Reply::Success
     }))
-}
-
-/// Why Skiff cannot serve `mapping` (see [`create_static_topic`]): a logical queue with history
-/// on other queues, on another physical queue id, or starting past offset 0.
-fn not_one_to_one(mapping: &TopicQueueMappingDetail) -> Option<String> {
-    mapping.hosted_queues.iter().find_map(|(global_id, items)| {
-        let one_to_one = match items.as_slice() {
-            [item] => {
-                item.queue_id == *global_id
-                    && item.bname == mapping.bname
-                    && item.logic_offset == 0
-                    && item.start_offset == 0
-            }
-            _ => false,
-        };
-        (!one_to_one).then(|| {
-            format!(
-                "Skiff serves static topic {}'s logical queues as the physical queues of the same id on one broker group; this mapping puts logical queue {global_id} on {:?}, which needs offset translation between broker groups that Skiff does not do. Keep a static topic on one broker group (updateStaticTopic -b {})",
-                mapping.topic,
-                items
-                    .iter()
-                    .map(|item| format!("{}/{} from {}", item.bname, item.queue_id, item.logic_offset))
-                    .collect::<Vec<_>>(),
-                mapping.bname,
-            )
-        })
-    })
 }
 
 /// What `TopicValidator` and Skiff's limits refuse, with Java's remarks.
@@ -334,22 +300,33 @@ pub(super) fn consume_stats(state: &BrokerState, group: &str, topic: Option<&str
             .traffic
             .data(traffic::GROUP_GET_NUMS, &format!("{name}@{group}"))
             .map_or(0.0, |data| data.minute.tps);
+        // Of a static topic, an offset never committed stays -1, so that the admin tools
+        // read the group's offset from an older stretch of the logical queue instead.
+        let mapping = state.static_topics.get(&name);
         for queue_id in 0..stats_queue_count(state, config.read_queue_nums) {
             let broker_offset = state.store.max_offset_in_queue(&name, queue_id).max(0);
-            let consumer_offset = state
-                .offsets
-                .query(group, &name, queue_id)
-                .unwrap_or(0)
-                .max(0);
+            let committed = state.offsets.query(group, &name, queue_id);
+            let physical_consumer_offset = match &mapping {
+                Some(_) => committed.filter(|o| *o >= 0).unwrap_or(-1),
+                None => committed.unwrap_or(0).max(0),
+            };
+            // The tools take the consumer offset of a logical queue's stretch as it is, and
+            // compare it with the logical broker offset: it is shown as a logical offset.
+            let consumer_offset = match mapping.as_ref().and_then(|m| m.item_here(queue_id)) {
+                Some(item) if physical_consumer_offset >= 0 => {
+                    item.static_offset_strictly(physical_consumer_offset)
+                }
+                _ => physical_consumer_offset,
+            };
             let pull_offset = state
                 .offsets
                 .pulled(group, &name, queue_id)
                 .unwrap_or(0)
                 .max(consumer_offset);
-            let last_timestamp = if consumer_offset > 0 {
+            let last_timestamp = if physical_consumer_offset > 0 {
                 state
                     .store
-                    .message_store_time(&name, queue_id, consumer_offset - 1)
+                    .message_store_time(&name, queue_id, physical_consumer_offset - 1)
                     .unwrap_or(0)
             } else {
                 0

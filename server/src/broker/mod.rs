@@ -6,6 +6,8 @@
 //! Request handling is split by concern: `send`, `pull`, `client` (heartbeats and group
 //! membership), `queries` (offsets and timestamps), `admin`, and `introspect` (what operators ask:
 //! connections, statistics from `traffic`, offset resets, questions passed on to a client).
+//! Static topics' logical queues are mapped onto physical ones by `logical_queues`; what lives on
+//! another broker group is asked of it through `forward`.
 
 mod acls;
 mod admin;
@@ -15,8 +17,10 @@ mod cold_read;
 pub(crate) mod config_file;
 mod console;
 mod consumers;
+mod forward;
 mod groups;
 mod introspect;
+mod logical_queues;
 mod long_polling;
 mod metrics;
 mod metrics_http;
@@ -111,6 +115,8 @@ pub(crate) struct BrokerState {
     /// Messages in and out over the last hour, for the web console's chart.
     throughput: console::Throughput,
     name_servers: NameServerLink,
+    /// Requests passed on to other broker groups (a static topic's older stretches).
+    forwarder: forward::Forwarder,
     schedule: ScheduleService,
     pop: pop::PopService,
     /// `aclEnable`: the accounts every request is checked against.
@@ -159,6 +165,7 @@ impl BrokerState {
             traffic: traffic::TrafficStats::new(&config.broker_cluster_name),
             throughput: console::Throughput::new(now_millis()),
             name_servers: NameServerLink::new(&config),
+            forwarder: forward::Forwarder::new(&config),
             pop: pop::PopService::new(&config),
             acl: None,
             users: None,
@@ -226,36 +233,25 @@ impl Service for BrokerState {
             Request::UnlockBatchMq(lock) => {
                 Handled::Now(rebalance_lock::unlock_batch(&self, &lock))
             }
-            Request::QueryConsumerOffset { group, queue } => {
-                Handled::Now(queries::query_consumer_offset(&self, &group, &queue))
-            }
+            Request::QueryConsumerOffset {
+                group,
+                queue,
+                set_zero_if_not_found,
+            } => queries::query_consumer_offset(&self, &group, &queue, set_zero_if_not_found),
             Request::UpdateConsumerOffset {
                 group,
                 queue,
                 offset,
-            } => {
-                self.offsets
-                    .commit(&group, &queue.topic, queue.queue_id, offset);
-                Handled::Now(Reply::Success)
-            }
-            Request::GetMaxOffset { queue } => Handled::Now(Reply::Offset(
-                self.store.max_offset_in_queue(&queue.topic, queue.queue_id),
-            )),
-            Request::GetMinOffset { queue } => Handled::Now(Reply::Offset(
-                self.store.min_offset_in_queue(&queue.topic, queue.queue_id),
-            )),
+            } => queries::update_consumer_offset(&self, &group, &queue, offset),
+            Request::GetMaxOffset { queue } => queries::max_offset(&self, &queue),
+            Request::GetMinOffset { queue } => queries::min_offset(&self, &queue),
             Request::SearchOffsetByTimestamp {
                 queue,
                 timestamp,
                 boundary,
-            } => Handled::Now(Reply::Offset(self.store.offset_by_time(
-                &queue.topic,
-                queue.queue_id,
-                timestamp,
-                boundary,
-            ))),
+            } => queries::search_offset(&self, &queue, timestamp, boundary),
             Request::GetEarliestMsgStoreTime { queue } => {
-                Handled::Now(queries::earliest_store_time(&self, &queue))
+                queries::earliest_store_time(&self, &queue)
             }
             Request::QueryMessage {
                 topic,

@@ -11,13 +11,16 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
-use skiff_model::command::{ErrorKind, PullRequest, PullResult, PullStatus, Reply};
+use skiff_model::command::{
+    ErrorKind, PullRequest, PullResult, PullStatus, QueueRef, Reply, Request,
+};
 use skiff_model::consumer::{ConsumeType, SubscriptionData};
 use skiff_model::filter::Selector;
 use skiff_model::record;
 use skiff_model::route::{perm, MASTER_ID};
 use skiff_store::GetMessageStatus;
 
+use super::logical_queues::{not_leader_for_pull, Addressed, Located, LogicalQueue};
 use super::property_filter::{self, is_tag_type};
 use super::BrokerState;
 use crate::net::{Handled, RequestContext};
@@ -37,10 +40,85 @@ const MAX_FILTER_ROUNDS: usize = 64;
 pub(super) fn handle(
     state: &Arc<BrokerState>,
     _ctx: &RequestContext,
+    mut request: PullRequest,
+) -> Handled {
+    let queue = match state.static_topics.address(&request.queue) {
+        Addressed::Physical => return read_queue(state, request, None),
+        Addressed::NotLeader { here } => {
+            return Handled::Now(not_leader_for_pull(
+                &request.queue.topic,
+                request.queue.queue_id,
+                &here,
+            ))
+        }
+        Addressed::Logical(queue) => queue,
+    };
+    let Some(at) = queue.locate(request.queue_offset) else {
+        return Handled::Now(Reply::error(
+            ErrorKind::SystemError,
+            format!(
+                "no item of logical queue {}-{} has a logical offset yet",
+                queue.topic, queue.global_id
+            ),
+        ));
+    };
+    // The piggybacked commit is a logical offset too: kept where it lives, if that is here
+    // (Java stores it unconverted under the physical queue read, a value later read back
+    // wrong once a queue was remapped).
+    if let Some(commit) = request.commit_offset.take() {
+        if let Some(kept) = queue.locate(commit).filter(|c| queue.is_here(&c.item)) {
+            state.offsets.commit(
+                &request.consumer_group,
+                &queue.topic,
+                kept.item.queue_id,
+                kept.physical_offset,
+            );
+        }
+    }
+    request.queue = QueueRef {
+        topic: queue.topic.clone(),
+        queue_id: at.item.queue_id,
+        physical: true,
+    };
+    request.queue_offset = at.physical_offset;
+    if queue.is_here(&at.item) {
+        return read_queue(state, request, Some(Arc::new(Logical { queue, at })));
+    }
+    // An older stretch on another broker group: ask it, at once (no hold, no commit there).
+    request.suspend_timeout_millis = None;
+    let state = state.clone();
+    Handled::Later(Box::pin(async move {
+        let bname = at.item.bname.clone();
+        match state
+            .forwarder
+            .call(&state, &bname, &Request::Pull(request))
+            .await
+        {
+            Ok(Reply::Pulled(result)) => Reply::Pulled(queue.present_pull(&at, result)),
+            Ok(_) => Reply::error(
+                ErrorKind::SystemError,
+                "org.apache.rocketmq.remoting.rpc.RpcException: unexpected remote response code",
+            ),
+            Err(remark) => Reply::error(ErrorKind::SystemError, remark),
+        }
+    }))
+}
+
+/// A pull of a logical queue read here: its queue, and where in it the read is.
+struct Logical {
+    queue: LogicalQueue,
+    at: Located,
+}
+
+/// Reads (or holds) a physical queue of this broker; `logical` presents the answer as the
+/// logical queue's.
+fn read_queue(
+    state: &Arc<BrokerState>,
     request: PullRequest,
+    logical: Option<Arc<Logical>>,
 ) -> Handled {
     let filter = match check(state, &request) {
-        Ok(filter) => filter,
+        Ok(filter) => Filter { logical, ..filter },
         Err(reply) => return Handled::Now(reply),
     };
     if let Some(offset) = request.commit_offset {
@@ -175,10 +253,12 @@ fn hold_time(state: &BrokerState, request: &PullRequest, result: &PullResult) ->
     Some(Duration::from_millis(millis))
 }
 
-/// What a pull filters with: the subscription's tag codes, and its compiled SQL92 expression.
+/// What a pull filters with: the subscription's tag codes, and its compiled SQL92 expression;
+/// and, for a static topic, how its answer is presented.
 struct Filter {
     subscription: SubscriptionData,
     selector: Option<Arc<Selector>>,
+    logical: Option<Arc<Logical>>,
 }
 
 /// The checks of `PullMessageProcessor.processRequest`, in its order; what to filter with on
@@ -306,6 +386,7 @@ fn check(state: &BrokerState, request: &PullRequest) -> Result<Filter, Reply> {
     Ok(Filter {
         subscription,
         selector,
+        logical: None,
     })
 }
 
@@ -330,6 +411,7 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
                 .max_offset_in_queue(&queue.topic, queue.queue_id),
             suggest_which_broker_id: MASTER_ID,
             messages: Vec::new(),
+            offset_delta: None,
         };
     }
     let max_count = request.max_msg_nums.clamp(1, MAX_TRANSFER_COUNT);
@@ -435,12 +517,17 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
             bytes as u64,
         );
     }
-    PullResult {
+    let result = PullResult {
         status,
         next_begin_offset: found.next_begin_offset,
         min_offset: found.min_offset,
         max_offset: found.max_offset,
         suggest_which_broker_id: MASTER_ID,
         messages: found.messages,
+        offset_delta: None,
+    };
+    match &filter.logical {
+        Some(logical) => logical.queue.present_pull(&logical.at, result),
+        None => result,
     }
 }

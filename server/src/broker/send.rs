@@ -17,6 +17,7 @@ use skiff_model::route::{perm, TopicConfig, TopicFilterType};
 use skiff_model::topic;
 use skiff_store::{MessageToStore, Put, PutError, PutResult, PutStatus};
 
+use super::logical_queues::{not_leader, Addressed, LogicalQueue};
 use super::timer;
 use super::transaction;
 use super::uniq_id::UniqIdGenerator;
@@ -26,8 +27,22 @@ use crate::net::{Handled, RequestContext};
 pub(super) fn handle(
     state: &Arc<BrokerState>,
     ctx: &RequestContext,
-    request: SendRequest,
+    mut request: SendRequest,
 ) -> Handled {
+    // A static topic's logical queue: the message goes to the leader's physical queue here.
+    let logical = match state
+        .static_topics
+        .address_send(&request.topic, request.queue_id)
+    {
+        Addressed::Physical => None,
+        Addressed::NotLeader { here } => {
+            return Handled::Now(not_leader(&request.topic, request.queue_id, &here))
+        }
+        Addressed::Logical(queue) => {
+            request.queue_id = queue.leader().queue_id;
+            Some(queue)
+        }
+    };
     // Only with metrics on: the labels the send is counted under once stored.
     let counted = state.metrics.as_ref().and_then(|_| {
         let first = request.messages.first()?;
@@ -50,6 +65,7 @@ pub(super) fn handle(
         queue_id: prepared.queue_id,
         transaction_id: prepared.transaction_id,
         counted,
+        logical,
     };
     match (put, prepared.created_topic) {
         (Put::Done(result), false) => Handled::Now(reply.sent(state, result)),
@@ -78,6 +94,8 @@ struct ReplyParts {
     transaction_id: Option<String>,
     /// Topic and type for `rocketmq_messages_in_total` (metrics on).
     counted: Option<(String, MessageType)>,
+    /// The logical queue sent to, whose id and offsets the reply shows.
+    logical: Option<LogicalQueue>,
 }
 
 impl ReplyParts {
@@ -88,14 +106,19 @@ impl ReplyParts {
         if let (Some(metrics), Some((topic, kind))) = (&state.metrics, &self.counted) {
             metrics.messages_in(topic, *kind, count, bytes);
         }
-        let queue_offset = result.messages.first().map_or(0, |m| m.queue_offset);
+        let mut queue_offset = result.messages.first().map_or(0, |m| m.queue_offset);
+        let mut queue_id = self.queue_id;
+        if let Some(logical) = &self.logical {
+            queue_id = logical.global_id;
+            queue_offset = logical.sent_offset(queue_offset);
+        }
         Reply::Sent(SendResult {
             status: match result.status {
                 PutStatus::Ok => SendStatus::Ok,
                 PutStatus::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
             },
             msg_ids: result.messages.into_iter().map(|m| m.msg_id).collect(),
-            queue_id: self.queue_id,
+            queue_id,
             queue_offset,
             transaction_id: self.transaction_id,
             region_id: state.config.region_id.clone(),

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use parking_lot::RwLock;
 use serde::{Deserialize, Serialize};
+use skiff_model::command::QueueRef;
 use skiff_model::route::DataVersion;
 use skiff_model::static_topic::{
     LogicQueueMappingItem, TopicQueueMappingDetail, TopicQueueMappingInfo,
@@ -17,6 +18,7 @@ use skiff_model::static_topic::{
 use tracing::{info, warn};
 
 use super::config_file::ConfigFile;
+use super::logical_queues::{Addressed, LogicalQueue};
 use super::persist;
 use crate::config::BrokerConfig;
 
@@ -74,6 +76,47 @@ impl TopicQueueMappingManager {
         }
         self.file.request();
         Ok(())
+    }
+
+    /// How `queue` is addressed (`buildTopicQueueMappingContext`): physically unless the topic
+    /// is static here and the request did not say `lo=false`.
+    pub fn address(&self, queue: &QueueRef) -> Addressed {
+        if queue.physical {
+            return Addressed::Physical;
+        }
+        self.lookup(&queue.topic, queue.queue_id, false)
+    }
+
+    /// How a send to `queue_id` of `topic` is addressed: as [`Self::address`], but a negative
+    /// queue id (the broker may choose) picks the first logical queue hosted here.
+    pub fn address_send(&self, topic: &str, queue_id: i32) -> Addressed {
+        self.lookup(topic, queue_id, true)
+    }
+
+    fn lookup(&self, topic: &str, queue_id: i32, pick_when_negative: bool) -> Addressed {
+        let state = self.state.read();
+        let Some(detail) = state.topic_queue_mapping_info_map.get(topic) else {
+            return Addressed::Physical;
+        };
+        let not_leader = || Addressed::NotLeader {
+            here: detail.bname.clone(),
+        };
+        let mut global_id = queue_id;
+        if global_id < 0 && pick_when_negative {
+            global_id = detail.hosted_queues.keys().next().copied().unwrap_or(-1);
+        }
+        let Some(items) = detail.hosted_queues.get(&global_id) else {
+            return not_leader();
+        };
+        match items.last() {
+            Some(leader) if leader.bname == detail.bname => Addressed::Logical(LogicalQueue {
+                topic: topic.to_string(),
+                global_id,
+                here: detail.bname.clone(),
+                items: items.clone(),
+            }),
+            _ => not_leader(),
+        }
     }
 
     /// Forgets `topic`'s mapping (the topic was deleted).
@@ -323,6 +366,57 @@ mod tests {
         assert_eq!(
             check_item_offsets(&overlapping).unwrap_err(),
             "The max logic offset does not increase monotonically"
+        );
+    }
+
+    #[test]
+    fn requests_address_the_logical_queues_led_here() {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BrokerConfig {
+            store_path_root_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        };
+        let mappings = TopicQueueMappingManager::load(&config);
+        let mut moved_away = item(1, 0, "broker-b", 10_000);
+        moved_away.queue_id = 5;
+        let led_here = vec![item(0, 3, "broker-a", 0)];
+        mappings
+            .update(
+                detail(
+                    10,
+                    &[
+                        (2, led_here.clone()),
+                        (4, vec![item(0, 0, "broker-a", 0), moved_away]),
+                    ],
+                ),
+                false,
+            )
+            .unwrap();
+        let queue = |id| QueueRef::new("st", id);
+        let Addressed::Logical(logical) = mappings.address(&queue(2)) else {
+            panic!("logical queue 2 is led here");
+        };
+        assert_eq!((logical.global_id, logical.items), (2, led_here));
+        let not_leader = Addressed::NotLeader {
+            here: "broker-a".into(),
+        };
+        assert_eq!(mappings.address(&queue(4)), not_leader);
+        assert_eq!(mappings.address(&queue(7)), not_leader);
+        assert_eq!(mappings.address(&queue(-1)), not_leader);
+        // A send may leave the choice to the broker: the first logical queue hosted here.
+        assert!(matches!(
+            mappings.address_send("st", -1),
+            Addressed::Logical(LogicalQueue { global_id: 2, .. })
+        ));
+        // `lo=false` and plain topics are physical.
+        let physical = QueueRef {
+            physical: true,
+            ..queue(4)
+        };
+        assert_eq!(mappings.address(&physical), Addressed::Physical);
+        assert_eq!(
+            mappings.address(&QueueRef::new("plain", 0)),
+            Addressed::Physical
         );
     }
 

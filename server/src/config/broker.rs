@@ -129,6 +129,9 @@ pub struct BrokerConfig {
     /// The longest a pull may be held, whatever the client asks (Java takes the client's
     /// number; the key is the client-side name of that number).
     pub broker_suspend_max_time_millis: u64,
+    /// How long a request passed on to another broker group may take (a static topic's older
+    /// stretch of a logical queue lives there).
+    pub forward_timeout: u64,
     /// Connections with no traffic either way for this long are closed (Netty's
     /// `IdleStateHandler` in Java's `NettyRemotingServer`).
     pub server_channel_max_idle_time_seconds: u64,
@@ -284,6 +287,7 @@ impl Default for BrokerConfig {
             frame_max_length: 16 * 1024 * 1024,
             max_topic_queue_nums: 1024,
             broker_suspend_max_time_millis: 30_000,
+            forward_timeout: 3_000,
             pull_message_thread_pool_nums: 16
                 + 2 * std::thread::available_parallelism().map_or(1, |n| n.get()),
             server_channel_max_idle_time_seconds: 120,
@@ -393,6 +397,7 @@ settings!(BrokerConfig {
     "frameMaxLength" => frame_max_length vet positive,
     "maxTopicQueueNums" => max_topic_queue_nums vet positive,
     "brokerSuspendMaxTimeMillis" => broker_suspend_max_time_millis,
+    "forwardTimeout" => forward_timeout vet positive,
     "pullMessageThreadPoolNums" => pull_message_thread_pool_nums vet positive,
     "serverChannelMaxIdleTimeSeconds" => server_channel_max_idle_time_seconds vet positive,
     "serverMaxConnections" => server_max_connections vet positive,

@@ -254,7 +254,6 @@ pub(crate) const JAVA_KEYS: &[&str] = &[
     "flushLeastPagesWhenWarmMapedFile",
     "forceRegister",
     "forceVerifyPropCRC",
-    "forwardTimeout",
     "globalColdReadThreshold",
     "haFlowControlEnable",
     "haHousekeepingInterval",

@@ -54,6 +54,22 @@ impl Cluster {
         }
     }
 
+    /// Another broker group, `broker_name`, registered with the same name server (stop it
+    /// before the cluster; its store lives in the returned temp dir).
+    pub async fn add_broker(&self, broker_name: &str) -> (Broker, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let config = BrokerConfig {
+            bind_address: "127.0.0.1".parse().unwrap(),
+            broker_ip1: Some("127.0.0.1".into()),
+            listen_port: 0,
+            broker_name: broker_name.into(),
+            namesrv_addr: Some(self.namesrv.local_addr().to_string()),
+            store_path_root_dir: dir.path().to_path_buf(),
+            ..BrokerConfig::default()
+        };
+        (Broker::start(config).await.unwrap(), dir)
+    }
+
     pub async fn broker_client(&self) -> RemotingClient {
         RemotingClient::connect(&self.broker.local_addr().to_string(), TIMEOUT)
             .await

@@ -447,6 +447,7 @@ async fn reset_directly(
         let queue_ref = QueueRef {
             topic: queue.topic.clone(),
             queue_id: queue.queue_id,
+            physical: false,
         };
         let search = Request::SearchOffsetByTimestamp {
             queue: queue_ref.clone(),

@@ -149,6 +149,7 @@ async fn print(admin: &Admin, args: PrintArgs) -> Result<Shown> {
             let queue = QueueRef {
                 topic: args.topic.clone(),
                 queue_id,
+                physical: false,
             };
             let min = offset(
                 admin,

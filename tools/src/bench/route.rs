@@ -136,6 +136,7 @@ fn queues_of(topic: &str, route: &TopicRouteData) -> Queues {
             queue: QueueRef {
                 topic: topic.to_string(),
                 queue_id,
+                physical: false,
             },
         };
         if perm::is_writeable(data.perm) {
