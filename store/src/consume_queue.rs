@@ -15,12 +15,21 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
-use skiff_model::command::BoundaryType;
-
 use crate::error::StoreError;
 use crate::file_queue::FileQueue;
 use crate::fs::Fs;
 use crate::mapped_file::{MappedFile, RESERVE_STEP};
+
+/// Where a search by store time lands when the time falls between, or on several, messages
+/// (Java's `BoundaryType`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Boundary {
+    /// The first message stored at or after the time.
+    #[default]
+    Lower,
+    /// The last message stored at or before the time.
+    Upper,
+}
 
 /// Bytes per entry (`CQ_STORE_UNIT_SIZE`).
 pub(crate) const ENTRY_SIZE: usize = 20;
@@ -516,7 +525,7 @@ impl ConsumeQueue {
     pub(crate) fn offset_by_time(
         &self,
         timestamp: i64,
-        boundary: BoundaryType,
+        boundary: Boundary,
         min_phy_offset: i64,
         store_time: &dyn Fn(i64, i32) -> i64,
     ) -> i64 {
@@ -532,7 +541,7 @@ impl ConsumeQueue {
     fn file_by_time(
         &self,
         timestamp: i64,
-        boundary: BoundaryType,
+        boundary: Boundary,
         store_time: &dyn Fn(i64, i32) -> i64,
     ) -> Option<Arc<MappedFile>> {
         let files = self.files.snapshot();
@@ -545,7 +554,7 @@ impl ConsumeQueue {
                 .unwrap_or(-1)
         };
         match boundary {
-            BoundaryType::Lower => {
+            Boundary::Lower => {
                 for (i, file) in files.iter().enumerate() {
                     if i + 1 == files.len() {
                         return Some(Arc::clone(file));
@@ -556,7 +565,7 @@ impl ConsumeQueue {
                 }
                 None
             }
-            BoundaryType::Upper => files
+            Boundary::Upper => files
                 .iter()
                 .rev()
                 .find(|file| time_at(file, 0) <= timestamp)
@@ -569,7 +578,7 @@ impl ConsumeQueue {
         &self,
         file: &MappedFile,
         timestamp: i64,
-        boundary: BoundaryType,
+        boundary: Boundary,
         min_phy_offset: i64,
         store_time: &dyn Fn(i64, i32) -> i64,
     ) -> i64 {
@@ -596,8 +605,8 @@ impl ConsumeQueue {
         let last = entry_at(ceiling);
         if store_time(last.offset, last.size) < timestamp {
             return match boundary {
-                BoundaryType::Lower => (from + ceiling + unit) / unit,
-                BoundaryType::Upper => (from + ceiling) / unit,
+                Boundary::Lower => (from + ceiling + unit) / unit,
+                Boundary::Upper => (from + ceiling) / unit,
             };
         }
         if floor > ceiling {
@@ -606,8 +615,8 @@ impl ConsumeQueue {
         let first = entry_at(floor);
         if store_time(first.offset, first.size) > timestamp {
             return match boundary {
-                BoundaryType::Lower => from / unit,
-                BoundaryType::Upper => 0,
+                Boundary::Lower => from / unit,
+                Boundary::Upper => 0,
             };
         }
         let (mut target, mut left, mut right) = (-1_i64, -1_i64, -1_i64);
@@ -638,8 +647,8 @@ impl ConsumeQueue {
             let mut at = target;
             loop {
                 let next = match boundary {
-                    BoundaryType::Lower => at - unit,
-                    BoundaryType::Upper => at + unit,
+                    Boundary::Lower => at - unit,
+                    Boundary::Upper => at + unit,
                 };
                 if next < floor || next > ceiling {
                     break;
@@ -653,8 +662,8 @@ impl ConsumeQueue {
             at
         } else {
             match boundary {
-                BoundaryType::Lower => right,
-                BoundaryType::Upper => left,
+                Boundary::Lower => right,
+                Boundary::Upper => left,
             }
         };
         (from + offset) / unit
@@ -763,8 +772,8 @@ mod tests {
                 .unwrap();
         }
         let store_time = |offset: i64, _size: i32| times[(offset / 10) as usize];
-        let lower = |t| cq.offset_by_time(t, BoundaryType::Lower, 0, &store_time);
-        let upper = |t| cq.offset_by_time(t, BoundaryType::Upper, 0, &store_time);
+        let lower = |t| cq.offset_by_time(t, Boundary::Lower, 0, &store_time);
+        let upper = |t| cq.offset_by_time(t, Boundary::Upper, 0, &store_time);
         assert_eq!(lower(100), 0);
         assert_eq!(upper(100), 2);
         assert_eq!(lower(200), 3);

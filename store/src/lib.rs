@@ -65,6 +65,7 @@ mod stats;
 pub mod timer;
 
 pub use config::{FlushDiskType, RetentionSettings, StoreConfig};
+pub use consume_queue::Boundary;
 pub use env::{Clock, DiskProbe, StatvfsDisk, StoreEnv, SystemClock};
 pub use error::{PutError, StoreError};
 pub use index::QueryMessagesResult;

@@ -9,12 +9,12 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwapOption;
 use bytes::Bytes;
 use parking_lot::Mutex;
-use skiff_model::command::BoundaryType;
 
 use crate::allocate::Allocator;
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::CommitLog;
 use crate::config::{FlushDiskType, RetentionSettings, StoreConfig};
+use crate::consume_queue::Boundary;
 use crate::cq_allocate::CqAllocator;
 use crate::dir::{AbortFile, DirLock};
 use crate::dispatch::DelayLevels;
@@ -471,7 +471,7 @@ impl MessageStore {
         topic: &str,
         queue_id: i32,
         timestamp: i64,
-        boundary: BoundaryType,
+        boundary: Boundary,
     ) -> i64 {
         self.shared
             .offset_by_time(topic, queue_id, timestamp, boundary)

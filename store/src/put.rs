@@ -10,9 +10,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use skiff_model::record::{
-    offset_msg_id, Record, RecordFields, MAX_PROPERTIES_LEN, QUEUE_OFFSET_POS,
-};
+use skiff_model::record::{Record, RecordFields, MAX_PROPERTIES_LEN, QUEUE_OFFSET_POS};
 
 use crate::commit_log::{PendingRecord, END_FILE_MIN_BLANK_LENGTH};
 use crate::consume_queue::{ConsumeQueue, CqEntry};
@@ -65,8 +63,6 @@ pub struct AppendedMessage {
     pub queue_offset: i64,
     pub size: i32,
     pub store_timestamp: i64,
-    /// The offset message id (store host + physical offset).
-    pub msg_id: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -245,7 +241,6 @@ fn append_with(
         }
         shared.notify_arrival(&group.queue, end);
     }
-    let store_host = shared.config.store_host;
     let messages = records
         .iter()
         .zip(physical_offsets.iter())
@@ -256,7 +251,6 @@ fn append_with(
                 queue_offset: *queue_offset,
                 size: record.len as i32,
                 store_timestamp,
-                msg_id: offset_msg_id(store_host, *physical_offset),
             },
         )
         .collect::<Vec<_>>();

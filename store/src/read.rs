@@ -2,9 +2,8 @@
 //! takes a lock; messages come back as zero-copy slices of the mapped segments.
 
 use bytes::Bytes;
-use skiff_model::command::BoundaryType;
 
-use crate::consume_queue::{CqEntry, ENTRY_SIZE};
+use crate::consume_queue::{Boundary, CqEntry, ENTRY_SIZE};
 use crate::message_store::Shared;
 use crate::stats::Stats;
 
@@ -275,7 +274,7 @@ impl Shared {
         topic: &str,
         queue_id: i32,
         timestamp: i64,
-        boundary: BoundaryType,
+        boundary: Boundary,
     ) -> i64 {
         let Some(queue) = self.queues.get(topic, queue_id) else {
             return 0;

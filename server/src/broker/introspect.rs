@@ -26,7 +26,7 @@ use bytes::Bytes;
 use skiff_model::admin::{
     AdminCommand, AdminReply, ClientAnswer, ConsumeQueueEntry, ConsumeQueueView, HaStatus,
 };
-use skiff_model::command::{BoundaryType, ErrorKind, Reply, Request};
+use skiff_model::command::{ErrorKind, Reply, Request};
 use skiff_model::consumer::MessageQueue;
 use skiff_model::record;
 use skiff_model::route::DataVersion;
@@ -398,7 +398,7 @@ fn reset_offset_on_clients(
         } else {
             state
                 .store
-                .offset_by_time(topic, queue_id, timestamp, BoundaryType::Lower)
+                .offset_by_time(topic, queue_id, timestamp, skiff_store::Boundary::Lower)
         }
         .max(0);
         let queue = MessageQueue {
@@ -471,7 +471,7 @@ fn reset_offset(
         } else {
             state
                 .store
-                .offset_by_time(topic, queue, timestamp, BoundaryType::Lower)
+                .offset_by_time(topic, queue, timestamp, skiff_store::Boundary::Lower)
         }
     };
     let queues = config.read_queue_nums.max(config.write_queue_nums).max(0);

@@ -229,7 +229,7 @@ pub(super) fn search_offset(
                 &queue.topic,
                 queue.queue_id,
                 timestamp,
-                boundary,
+                store_boundary(boundary),
             )))
         }
         Addressed::NotLeader { here } => {
@@ -247,7 +247,7 @@ pub(super) fn search_offset(
                     &physical.topic,
                     physical.queue_id,
                     timestamp,
-                    boundary,
+                    store_boundary(boundary),
                 );
                 if offset > 0 {
                     offset = item.static_offset_strictly(offset);
@@ -299,6 +299,14 @@ pub(super) fn earliest_store_time(state: &Arc<BrokerState>, queue: &QueueRef) ->
             Err(remark) => Reply::error(ErrorKind::SystemError, remark),
         }
     }))
+}
+
+/// The store's name for a search's boundary.
+fn store_boundary(boundary: BoundaryType) -> skiff_store::Boundary {
+    match boundary {
+        BoundaryType::Lower => skiff_store::Boundary::Lower,
+        BoundaryType::Upper => skiff_store::Boundary::Upper,
+    }
 }
 
 fn earliest_physical(state: &BrokerState, queue: &QueueRef) -> Reply {

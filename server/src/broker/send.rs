@@ -12,6 +12,7 @@ use std::sync::{Arc, OnceLock};
 
 use skiff_model::command::{ErrorKind, Reply, SendRequest, SendResult, SendStatus};
 use skiff_model::message::{keys, sys_flag, Message};
+use skiff_model::record::offset_msg_id;
 use skiff_model::retry::{self, DLQ_NUMS_PER_GROUP};
 use skiff_model::route::{perm, TopicConfig, TopicFilterType};
 use skiff_model::topic;
@@ -117,7 +118,11 @@ impl ReplyParts {
                 PutStatus::Ok => SendStatus::Ok,
                 PutStatus::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
             },
-            msg_ids: result.messages.into_iter().map(|m| m.msg_id).collect(),
+            msg_ids: result
+                .messages
+                .iter()
+                .map(|m| offset_msg_id(state.store_host, m.physical_offset))
+                .collect(),
             queue_id,
             queue_offset,
             transaction_id: self.transaction_id,

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use skiff_model::command::Request;
 use skiff_model::message::{keys, Properties};
+use skiff_model::record::offset_msg_id;
 use skiff_model::record::{Record, RecordFields};
 use skiff_model::route::perm;
 use skiff_model::transaction::{self as tx, keys as tx_keys, CheckTransactionStateRequest};
@@ -216,7 +217,7 @@ fn re_put(state: &BrokerState, half: &Record, properties: &Properties) -> Option
         Ok(put) => appended(put).into_iter().next().map(|m| Copy {
             queue_offset: m.queue_offset,
             physical_offset: m.physical_offset,
-            msg_id: m.msg_id,
+            msg_id: offset_msg_id(state.store_host, m.physical_offset),
         }),
         Err(err) => {
             warn!(%err, "re-putting a half message failed; the next round retries");
