@@ -6,6 +6,8 @@
 //! held for long polling or a send waiting for a sync flush never stalls the other requests a
 //! client multiplexes over the same connection. Work that must keep arrival order (appending to the
 //! CommitLog) happens inside `Service::handle`, on the reader, before any future is returned.
+//! Once a request is decoded its frame is dropped: a pending reply keeps only its `ReplyTo`
+//! (code, opaque, header type), not a send's megabytes of body.
 //!
 //! Replies and server-initiated requests (such as `NOTIFY_CONSUMER_IDS_CHANGED`) go through the
 //! connection's [`ClientChannel`], whose writer task batches queued frames into few syscalls. A
@@ -36,7 +38,7 @@ use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
 use skiff_model::command::ErrorKind;
 use skiff_model::command::{Reply, Request};
-use skiff_protocol::remoting::{self, LanguageCode, RemotingCodec, RemotingCommand};
+use skiff_protocol::remoting::{self, LanguageCode, RemotingCodec, RemotingCommand, ReplyTo};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{mpsc, oneshot, OwnedSemaphorePermit, Semaphore};
@@ -466,12 +468,13 @@ async fn dispatch<S: Service>(
         }
         return;
     }
+    let reply_to = ReplyTo::of(&command);
     // Refused before it runs, so a refused send was not stored.
     let Ok(permit) = in_flight.permits.clone().try_acquire_owned() else {
-        if !command.is_oneway() {
+        if !reply_to.oneway {
             let busy = Reply::error(ErrorKind::SystemBusy, OVERLOAD_REMARK);
             ctx.channel
-                .send(remoting::encode_reply(&command, busy))
+                .send(remoting::encode_reply_to(&reply_to, busy))
                 .await;
         }
         return;
@@ -486,9 +489,9 @@ async fn dispatch<S: Service>(
         if let Err(refused) = checked.and_then(|()| service.authenticate(&access)) {
             drop(permit);
             debug!(peer = %ctx.channel.peer(), code = command.code, "request refused by the ACL");
-            if !command.is_oneway() {
+            if !reply_to.oneway {
                 ctx.channel
-                    .send(remoting::encode_reply(&command, refused))
+                    .send(remoting::encode_reply_to(&reply_to, refused))
                     .await;
             }
             return;
@@ -499,12 +502,15 @@ async fn dispatch<S: Service>(
         Ok(request) => service.clone().handle(ctx, request),
         Err(error) => Handled::Now(Reply::Error(error)),
     };
+    // Only what the reply needs outlives the handling: not the frame, which a send's body may
+    // make megabytes long, while the send waits for its flush.
+    drop(command);
     match handled {
         Handled::Now(reply) => {
             drop(permit);
-            let reply = remoting::encode_reply(&command, reply);
-            let answered = answered(&command, &reply, false, begin);
-            if !command.is_oneway() {
+            let reply = remoting::encode_reply_to(&reply_to, reply);
+            let answered = answered(&reply_to, &reply, false, begin);
+            if !reply_to.oneway {
                 ctx.channel.send(reply).await;
             }
             service.on_answered(&answered);
@@ -520,9 +526,9 @@ async fn dispatch<S: Service>(
                     // Nobody to answer: drop the work (and what it holds) now.
                     _ = closed.cancelled() => return,
                 };
-                let reply = remoting::encode_reply(&command, reply);
-                let answered = answered(&command, &reply, true, begin);
-                if !command.is_oneway() {
+                let reply = remoting::encode_reply_to(&reply_to, reply);
+                let answered = answered(&reply_to, &reply, true, begin);
+                if !reply_to.oneway {
                     channel.send(reply).await;
                 }
                 service.on_answered(&answered);
@@ -531,16 +537,11 @@ async fn dispatch<S: Service>(
     }
 }
 
-fn answered(
-    request: &RemotingCommand,
-    reply: &RemotingCommand,
-    later: bool,
-    begin: Instant,
-) -> Answered {
+fn answered(request: &ReplyTo, reply: &RemotingCommand, later: bool, begin: Instant) -> Answered {
     Answered {
         request_code: request.code,
         response_code: reply.code,
-        oneway: request.is_oneway(),
+        oneway: request.oneway,
         later,
         elapsed: begin.elapsed(),
     }

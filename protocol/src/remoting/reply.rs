@@ -8,7 +8,7 @@ use skiff_model::route::{ClusterInfo, RegistrationResult, TopicRouteData};
 
 use super::body::{self, ConsumerList, KvTable, LockBatchResponse, TopicConfigWrapper, TopicList};
 use super::codes::{error_code, error_kind, response as rc};
-use super::command::{Body, LanguageCode, RemotingCommand};
+use super::command::{Body, LanguageCode, RemotingCommand, SerializeType};
 use super::SKIFF_VERSION;
 use crate::fastjson::{self, Style};
 
@@ -30,12 +30,49 @@ pub enum ReplyDecodeError {
     BadBody(String),
 }
 
-/// Server side: the response frame answering `request`. It echoes the request's opaque, sets the
-/// response flag, mirrors the request's header type (JSON unless the client sent binary) and is
-/// written as JAVA at [`SKIFF_VERSION`].
+/// What answering a request needs of its frame, kept instead of the whole frame (whose body may
+/// be megabytes) while a reply is pending: a send waiting for a flush, a held pull.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyTo {
+    /// The request code.
+    pub code: i32,
+    pub opaque: i32,
+    /// A oneway request gets no reply.
+    pub oneway: bool,
+    /// The header type the client wrote, mirrored in the reply.
+    pub serialize_type: SerializeType,
+    /// The client reads route data as standard JSON (version or `acceptStandardJsonOnly`).
+    standard_route_json: bool,
+}
+
+impl ReplyTo {
+    /// How to answer `request`.
+    pub fn of(request: &RemotingCommand) -> ReplyTo {
+        ReplyTo {
+            code: request.code,
+            opaque: request.opaque,
+            oneway: request.is_oneway(),
+            serialize_type: request.serialize_type,
+            standard_route_json: request.version >= STANDARD_ROUTE_JSON_VERSION
+                || request
+                    .ext("acceptStandardJsonOnly")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("true")),
+        }
+    }
+}
+
+/// Server side: the response frame answering `request` ([`encode_reply_to`] of its
+/// [`ReplyTo`]).
 pub fn encode_reply(request: &RemotingCommand, reply: Reply) -> RemotingCommand {
-    let mut cmd = RemotingCommand::response(rc::SUCCESS, request.opaque);
-    cmd.serialize_type = request.serialize_type;
+    encode_reply_to(&ReplyTo::of(request), reply)
+}
+
+/// Server side: the response frame answering the request `to` describes. It echoes the
+/// request's opaque, sets the response flag, mirrors the request's header type (JSON unless the
+/// client sent binary) and is written as JAVA at [`SKIFF_VERSION`].
+pub fn encode_reply_to(to: &ReplyTo, reply: Reply) -> RemotingCommand {
+    let mut cmd = RemotingCommand::response(rc::SUCCESS, to.opaque);
+    cmd.serialize_type = to.serialize_type;
     cmd.language = LanguageCode::Java;
     cmd.version = SKIFF_VERSION;
     match reply {
@@ -89,11 +126,7 @@ pub fn encode_reply(request: &RemotingCommand, reply: Reply) -> RemotingCommand 
             });
         }
         Reply::Route(route) => {
-            let standard = request.version >= STANDARD_ROUTE_JSON_VERSION
-                || request
-                    .ext("acceptStandardJsonOnly")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-            let style = if standard {
+            let style = if to.standard_route_json {
                 Style::STANDARD
             } else {
                 Style::COMPACT
