@@ -24,7 +24,7 @@ pub use body::{parse_client_consumer_status, register_broker_body_len};
 pub use command::{Body, LanguageCode, RemotingCommand, SerializeType, FLAG_ONEWAY, FLAG_RESPONSE};
 pub use frame::{decode_frame, encode_frame, CodecError, RemotingCodec};
 pub use reply::{decode_reply, encode_reply, encode_reply_to, ReplyDecodeError, ReplyTo};
-pub use request::{decode_request, encode_request, request_code};
+pub use request::{decode_request, encode_request, request_code, request_name};
 
 /// Largest frame accepted, length field included (Java's `frameMaxLength` default).
 pub const DEFAULT_MAX_FRAME_LEN: usize = 16 * 1024 * 1024;

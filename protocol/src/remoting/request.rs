@@ -682,6 +682,11 @@ pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingC
 }
 
 /// The request code Skiff sends for `request`.
+/// Java's `RequestCode` name of the code `request` is sent with, for messages and logs.
+pub fn request_name(request: &Request) -> &'static str {
+    code::name(request_code(request)).unwrap_or("UNKNOWN_REQUEST")
+}
+
 pub fn request_code(request: &Request) -> i32 {
     match request {
         Request::Send(send) if send.batch => code::SEND_BATCH_MESSAGE,

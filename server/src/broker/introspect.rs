@@ -306,7 +306,7 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
             ErrorKind::RequestNotSupported,
             format!(
                 "the broker does not serve {}; send it to a name server",
-                super::request_name(&Request::Admin(other))
+                skiff_protocol::remoting::request_name(&Request::Admin(other))
             ),
         ),
     }

@@ -422,11 +422,8 @@ fn rpc_labels(key: RpcKey) -> Labels {
     vec![
         ("protocol_type", "remoting".to_string()),
         ("is_long_polling", key.long_polling.to_string()),
-        ("request_code", code_name(REQUEST_CODES, key.request_code)),
-        (
-            "response_code",
-            code_name(RESPONSE_CODES, key.response_code),
-        ),
+        ("request_code", code_name(request::ALL, key.request_code)),
+        ("response_code", code_name(response::ALL, key.response_code)),
         (
             "result",
             if key.oneway { "oneway" } else { "success" }.to_string(),
@@ -440,121 +437,8 @@ fn code_name(table: &[(i32, &str)], code: i32) -> String {
     table
         .iter()
         .find(|(c, _)| *c == code)
-        .map_or_else(|| code.to_string(), |(_, name)| name.to_string())
+        .map_or_else(|| code.to_string(), |(_, name)| name.to_ascii_lowercase())
 }
-
-const REQUEST_CODES: &[(i32, &str)] = &[
-    (request::SEND_MESSAGE, "send_message"),
-    (request::PULL_MESSAGE, "pull_message"),
-    (request::QUERY_MESSAGE, "query_message"),
-    (request::QUERY_CONSUMER_OFFSET, "query_consumer_offset"),
-    (request::UPDATE_CONSUMER_OFFSET, "update_consumer_offset"),
-    (request::UPDATE_AND_CREATE_TOPIC, "update_and_create_topic"),
-    (request::GET_ALL_TOPIC_CONFIG, "get_all_topic_config"),
-    (request::GET_BROKER_RUNTIME_INFO, "get_broker_runtime_info"),
-    (
-        request::SEARCH_OFFSET_BY_TIMESTAMP,
-        "search_offset_by_timestamp",
-    ),
-    (request::GET_MAX_OFFSET, "get_max_offset"),
-    (request::GET_MIN_OFFSET, "get_min_offset"),
-    (
-        request::GET_EARLIEST_MSG_STORETIME,
-        "get_earliest_msg_storetime",
-    ),
-    (request::VIEW_MESSAGE_BY_ID, "view_message_by_id"),
-    (request::HEART_BEAT, "heart_beat"),
-    (request::UNREGISTER_CLIENT, "unregister_client"),
-    (request::CONSUMER_SEND_MSG_BACK, "consumer_send_msg_back"),
-    (request::END_TRANSACTION, "end_transaction"),
-    (
-        request::GET_CONSUMER_LIST_BY_GROUP,
-        "get_consumer_list_by_group",
-    ),
-    (request::CHECK_TRANSACTION_STATE, "check_transaction_state"),
-    (
-        request::NOTIFY_CONSUMER_IDS_CHANGED,
-        "notify_consumer_ids_changed",
-    ),
-    (request::LOCK_BATCH_MQ, "lock_batch_mq"),
-    (request::UNLOCK_BATCH_MQ, "unlock_batch_mq"),
-    (request::CHECK_CLIENT_CONFIG, "check_client_config"),
-    (request::REGISTER_BROKER, "register_broker"),
-    (request::UNREGISTER_BROKER, "unregister_broker"),
-    (request::GET_ROUTEINFO_BY_TOPIC, "get_routeinfo_by_topic"),
-    (request::GET_BROKER_CLUSTER_INFO, "get_broker_cluster_info"),
-    (
-        request::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-        "update_and_create_subscriptiongroup",
-    ),
-    (request::GET_TOPIC_STATS_INFO, "get_topic_stats_info"),
-    (
-        request::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
-        "get_all_topic_list_from_nameserver",
-    ),
-    (request::GET_CONSUME_STATS, "get_consume_stats"),
-    (request::DELETE_TOPIC_IN_BROKER, "delete_topic_in_broker"),
-    (request::DELETE_TOPIC_IN_NAMESRV, "delete_topic_in_namesrv"),
-    (request::SEND_MESSAGE_V2, "send_message_v2"),
-    (request::SEND_BATCH_MESSAGE, "send_batch_message"),
-    (request::GET_TOPIC_CONFIG, "get_topic_config"),
-    (request::LITE_PULL_MESSAGE, "lite_pull_message"),
-    (request::QUERY_ASSIGNMENT, "query_assignment"),
-    (
-        request::SET_MESSAGE_REQUEST_MODE,
-        "set_message_request_mode",
-    ),
-    (request::POP_MESSAGE, "pop_message"),
-    (request::ACK_MESSAGE, "ack_message"),
-    (request::PEEK_MESSAGE, "peek_message"),
-    (
-        request::CHANGE_MESSAGE_INVISIBLETIME,
-        "change_message_invisibletime",
-    ),
-    (request::NOTIFICATION, "notification"),
-    (request::BATCH_ACK_MESSAGE, "batch_ack_message"),
-];
-
-const RESPONSE_CODES: &[(i32, &str)] = &[
-    (response::SUCCESS, "success"),
-    (response::SYSTEM_ERROR, "system_error"),
-    (response::SYSTEM_BUSY, "system_busy"),
-    (
-        response::REQUEST_CODE_NOT_SUPPORTED,
-        "request_code_not_supported",
-    ),
-    (response::FLUSH_DISK_TIMEOUT, "flush_disk_timeout"),
-    (response::SLAVE_NOT_AVAILABLE, "slave_not_available"),
-    (response::FLUSH_SLAVE_TIMEOUT, "flush_slave_timeout"),
-    (response::MESSAGE_ILLEGAL, "message_illegal"),
-    (response::SERVICE_NOT_AVAILABLE, "service_not_available"),
-    (response::VERSION_NOT_SUPPORTED, "version_not_supported"),
-    (response::NO_PERMISSION, "no_permission"),
-    (response::TOPIC_NOT_EXIST, "topic_not_exist"),
-    (response::TOPIC_EXIST_ALREADY, "topic_exist_already"),
-    (response::PULL_NOT_FOUND, "pull_not_found"),
-    (response::PULL_RETRY_IMMEDIATELY, "pull_retry_immediately"),
-    (response::PULL_OFFSET_MOVED, "pull_offset_moved"),
-    (response::QUERY_NOT_FOUND, "query_not_found"),
-    (
-        response::SUBSCRIPTION_PARSE_FAILED,
-        "subscription_parse_failed",
-    ),
-    (response::SUBSCRIPTION_NOT_EXIST, "subscription_not_exist"),
-    (response::SUBSCRIPTION_NOT_LATEST, "subscription_not_latest"),
-    (
-        response::SUBSCRIPTION_GROUP_NOT_EXIST,
-        "subscription_group_not_exist",
-    ),
-    (response::FILTER_DATA_NOT_EXIST, "filter_data_not_exist"),
-    (response::INVALID_PARAMETER, "invalid_parameter"),
-    (response::CONSUMER_NOT_ONLINE, "consumer_not_online"),
-    (response::FLOW_CONTROL, "flow_control"),
-    (response::ILLEGAL_OPERATION, "illegal_operation"),
-    (response::NO_MESSAGE, "no_message"),
-    (response::POLLING_FULL, "polling_full"),
-    (response::POLLING_TIMEOUT, "polling_timeout"),
-];
 
 /// The gauges, computed at each scrape from the broker's tables and store.
 struct Gauges {

@@ -307,7 +307,7 @@ impl Service for BrokerState {
                 ErrorKind::RequestNotSupported,
                 format!(
                     "the broker does not serve {}; send it to a name server",
-                    request_name(&other)
+                    skiff_protocol::remoting::request_name(&other)
                 ),
             )),
         }
@@ -333,123 +333,6 @@ impl Service for BrokerState {
         for group in self.consumers.on_channel_closed(channel) {
             client::notify_consumer_ids_changed(self, &group);
         }
-    }
-}
-
-/// A short name of a request for messages and logs.
-pub fn request_name(request: &Request) -> &'static str {
-    match request {
-        Request::Send(_) => "SEND_MESSAGE",
-        Request::Pull(_) => "PULL_MESSAGE",
-        Request::QueryConsumerOffset { .. } => "QUERY_CONSUMER_OFFSET",
-        Request::UpdateConsumerOffset { .. } => "UPDATE_CONSUMER_OFFSET",
-        Request::GetMaxOffset { .. } => "GET_MAX_OFFSET",
-        Request::GetMinOffset { .. } => "GET_MIN_OFFSET",
-        Request::SearchOffsetByTimestamp { .. } => "SEARCH_OFFSET_BY_TIMESTAMP",
-        Request::GetEarliestMsgStoreTime { .. } => "GET_EARLIEST_MSG_STORETIME",
-        Request::QueryMessage { .. } => "QUERY_MESSAGE",
-        Request::ViewMessage { .. } => "VIEW_MESSAGE_BY_ID",
-        Request::ConsumerSendMsgBack(_) => "CONSUMER_SEND_MSG_BACK",
-        Request::Heartbeat(_) => "HEART_BEAT",
-        Request::UnregisterClient { .. } => "UNREGISTER_CLIENT",
-        Request::GetConsumerListByGroup { .. } => "GET_CONSUMER_LIST_BY_GROUP",
-        Request::CheckClientConfig(_) => "CHECK_CLIENT_CONFIG",
-        Request::LockBatchMq(_) => "LOCK_BATCH_MQ",
-        Request::UnlockBatchMq(_) => "UNLOCK_BATCH_MQ",
-        Request::CreateTopic(_) => "UPDATE_AND_CREATE_TOPIC",
-        Request::DeleteTopicInBroker { .. } => "DELETE_TOPIC_IN_BROKER",
-        Request::GetAllTopicConfig => "GET_ALL_TOPIC_CONFIG",
-        Request::GetTopicConfig { .. } => "GET_TOPIC_CONFIG",
-        Request::CreateSubscriptionGroup(_) => "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP",
-        Request::GetTopicStats { .. } => "GET_TOPIC_STATS_INFO",
-        Request::GetConsumeStats { .. } => "GET_CONSUME_STATS",
-        Request::GetBrokerRuntimeInfo => "GET_BROKER_RUNTIME_INFO",
-        Request::RegisterBroker(_) => "REGISTER_BROKER",
-        Request::UnregisterBroker { .. } => "UNREGISTER_BROKER",
-        Request::GetRouteInfo { .. } => "GET_ROUTEINFO_BY_TOPIC",
-        Request::GetBrokerClusterInfo => "GET_BROKER_CLUSTER_INFO",
-        Request::GetAllTopicList => "GET_ALL_TOPIC_LIST_FROM_NAMESERVER",
-        Request::DeleteTopicInNamesrv { .. } => "DELETE_TOPIC_IN_NAMESRV",
-        Request::NotifyConsumerIdsChanged { .. } => "NOTIFY_CONSUMER_IDS_CHANGED",
-        Request::ResetConsumerClientOffset { .. } => "RESET_CONSUMER_CLIENT_OFFSET",
-        Request::EndTransaction(_) => "END_TRANSACTION",
-        Request::CheckTransactionState(_) => "CHECK_TRANSACTION_STATE",
-        Request::Pop(command) => pop_request_name(command),
-        Request::Admin(command) => admin_request_name(command),
-    }
-}
-
-fn admin_request_name(command: &skiff_model::admin::AdminCommand) -> &'static str {
-    use skiff_model::admin::AdminCommand;
-    match command {
-        AdminCommand::PutKvConfig { .. } => "PUT_KV_CONFIG",
-        AdminCommand::GetKvConfig { .. } => "GET_KV_CONFIG",
-        AdminCommand::DeleteKvConfig { .. } => "DELETE_KV_CONFIG",
-        AdminCommand::GetKvList { .. } => "GET_KVLIST_BY_NAMESPACE",
-        AdminCommand::WritePerm {
-            writable: false, ..
-        } => "WIPE_WRITE_PERM_OF_BROKER",
-        AdminCommand::WritePerm { writable: true, .. } => "ADD_WRITE_PERM_OF_BROKER",
-        AdminCommand::TopicConsumers { .. } => "QUERY_TOPIC_CONSUME_BY_WHO",
-        AdminCommand::HaStatus => "GET_BROKER_HA_STATUS",
-        AdminCommand::GetBrokerConfig => "GET_BROKER_CONFIG",
-        AdminCommand::GetNamesrvConfig => "GET_NAMESRV_CONFIG",
-        AdminCommand::GetAllSubscriptionGroups => "GET_ALL_SUBSCRIPTIONGROUP_CONFIG",
-        AdminCommand::DeleteSubscriptionGroup { .. } => "DELETE_SUBSCRIPTIONGROUP",
-        AdminCommand::ConsumerConnections { .. } => "GET_CONSUMER_CONNECTION_LIST",
-        AdminCommand::ProducerConnections { .. } => "GET_PRODUCER_CONNECTION_LIST",
-        AdminCommand::SystemTopicsFromNamesrv => "GET_SYSTEM_TOPIC_LIST_FROM_NS",
-        AdminCommand::SystemTopicsFromBroker => "GET_SYSTEM_TOPIC_LIST_FROM_BROKER",
-        AdminCommand::ConsumerRunningInfo { .. } => "GET_CONSUMER_RUNNING_INFO",
-        AdminCommand::StatsData { .. } => "VIEW_BROKER_STATS_DATA",
-        AdminCommand::ResetOffset { .. } => "INVOKE_BROKER_TO_RESET_OFFSET",
-        AdminCommand::AllProducerInfo => "GET_ALL_PRODUCER_INFO",
-        AdminCommand::CleanUnusedTopic => "CLEAN_UNUSED_TOPIC",
-        AdminCommand::CleanExpiredConsumeQueue => "CLEAN_EXPIRED_CONSUMEQUEUE",
-        AdminCommand::CreateTopicList(_) => "UPDATE_AND_CREATE_TOPIC_LIST",
-        AdminCommand::CreateStaticTopic { .. } => "UPDATE_AND_CREATE_STATIC_TOPIC",
-        AdminCommand::CreateSubscriptionGroupList(_) => "UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST",
-        AdminCommand::DeleteExpiredCommitLog => "DELETE_EXPIRED_COMMITLOG",
-        AdminCommand::ExportRocksDbConfig { .. } => "EXPORT_ROCKSDB_CONFIG_TO_JSON",
-        AdminCommand::UpdateBrokerConfig { .. } => "UPDATE_BROKER_CONFIG",
-        AdminCommand::UpdateNamesrvConfig { .. } => "UPDATE_NAMESRV_CONFIG",
-        AdminCommand::ConsumerStatus { .. } => "INVOKE_BROKER_TO_GET_CONSUMER_STATUS",
-        AdminCommand::ConsumerStatusFromClient { .. } => "GET_CONSUMER_STATUS_FROM_CLIENT",
-        AdminCommand::CloneGroupOffset { .. } => "CLONE_GROUP_OFFSET",
-        AdminCommand::QueryConsumeQueue { .. } => "QUERY_CONSUME_QUEUE",
-        AdminCommand::ConsumeMessageDirectly { .. } => "CONSUME_MESSAGE_DIRECTLY",
-        AdminCommand::BrokerConsumeStats { .. } => "GET_BROKER_CONSUME_STATS",
-        AdminCommand::UpdateColdReadThresholds { .. } => "UPDATE_COLD_DATA_FLOW_CTR_CONFIG",
-        AdminCommand::RemoveColdReadThreshold { .. } => "REMOVE_COLD_DATA_FLOW_CTR_CONFIG",
-        AdminCommand::ColdReadInfo => "GET_COLD_DATA_FLOW_CTR_INFO",
-        AdminCommand::SetCommitLogReadAhead { .. } => "SET_COMMITLOG_READ_MODE",
-        AdminCommand::ResetMasterFlushOffset { .. } => "RESET_MASTER_FLUSH_OFFSET",
-        AdminCommand::CheckRocksDbCqWriteProgress { .. } => "CHECK_ROCKSDB_CQ_WRITE_PROGRESS",
-        AdminCommand::ExportPopRecords => "POP_ROLLBACK",
-        AdminCommand::CreateUser { .. } => "AUTH_CREATE_USER",
-        AdminCommand::UpdateUser { .. } => "AUTH_UPDATE_USER",
-        AdminCommand::DeleteUser { .. } => "AUTH_DELETE_USER",
-        AdminCommand::GetUser { .. } => "AUTH_GET_USER",
-        AdminCommand::ListUsers { .. } => "AUTH_LIST_USER",
-        AdminCommand::CreateAcl { update: false, .. } => "AUTH_CREATE_ACL",
-        AdminCommand::CreateAcl { update: true, .. } => "AUTH_UPDATE_ACL",
-        AdminCommand::DeleteAcl { .. } => "AUTH_DELETE_ACL",
-        AdminCommand::GetAcl { .. } => "AUTH_GET_ACL",
-        AdminCommand::ListAcls { .. } => "AUTH_LIST_ACL",
-    }
-}
-
-fn pop_request_name(command: &skiff_model::pop::PopCommand) -> &'static str {
-    use skiff_model::pop::PopCommand;
-    match command {
-        PopCommand::Pop(_) => "POP_MESSAGE",
-        PopCommand::Peek(_) => "PEEK_MESSAGE",
-        PopCommand::Ack(_) => "ACK_MESSAGE",
-        PopCommand::BatchAck { .. } => "BATCH_ACK_MESSAGE",
-        PopCommand::ChangeInvisibleTime(_) => "CHANGE_MESSAGE_INVISIBLETIME",
-        PopCommand::Notification(_) => "NOTIFICATION",
-        PopCommand::QueryAssignment(_) => "QUERY_ASSIGNMENT",
-        PopCommand::SetRequestMode(_) => "SET_MESSAGE_REQUEST_MODE",
     }
 }
 

@@ -126,7 +126,7 @@ impl NameServerService {
                 ErrorKind::RequestNotSupported,
                 format!(
                     "the name server does not serve {}; send it to a broker",
-                    crate::broker::request_name(&other)
+                    skiff_protocol::remoting::request_name(&other)
                 ),
             ),
         }
@@ -258,7 +258,7 @@ impl NameServerService {
                 ErrorKind::RequestNotSupported,
                 format!(
                     "the name server does not serve {}; send it to a broker",
-                    crate::broker::request_name(&Request::Admin(other))
+                    skiff_protocol::remoting::request_name(&Request::Admin(other))
                 ),
             ),
         }
