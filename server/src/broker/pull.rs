@@ -17,7 +17,7 @@ use skiff_model::command::{
 use skiff_model::consumer::{ConsumeType, SubscriptionData};
 use skiff_model::filter::Selector;
 use skiff_model::record;
-use skiff_model::route::{perm, MASTER_ID};
+use skiff_model::route::{perm, TopicConfig, MASTER_ID};
 use skiff_store::GetMessageStatus;
 
 use super::logical_queues::{not_leader_for_pull, Addressed, Located, LogicalQueue};
@@ -42,8 +42,12 @@ pub(super) fn handle(
     _ctx: &RequestContext,
     mut request: PullRequest,
 ) -> Handled {
+    let topic = match check_access(state, &request) {
+        Ok(topic) => topic,
+        Err(reply) => return Handled::Now(reply),
+    };
     let queue = match state.static_topics.address(&request.queue) {
-        Addressed::Physical => return read_queue(state, request, None),
+        Addressed::Physical => return read_queue(state, &topic, request, None),
         Addressed::NotLeader { here } => {
             return Handled::Now(not_leader_for_pull(
                 &request.queue.topic,
@@ -82,7 +86,12 @@ pub(super) fn handle(
     };
     request.queue_offset = at.physical_offset;
     if queue.is_here(&at.item) {
-        return read_queue(state, request, Some(Arc::new(Logical { queue, at })));
+        return read_queue(
+            state,
+            &topic,
+            request,
+            Some(Arc::new(Logical { queue, at })),
+        );
     }
     // An older stretch on another broker group: ask it, at once (no hold, no commit there).
     request.suspend_timeout_millis = None;
@@ -114,10 +123,11 @@ struct Logical {
 /// logical queue's.
 fn read_queue(
     state: &Arc<BrokerState>,
+    topic: &TopicConfig,
     request: PullRequest,
     logical: Option<Arc<Logical>>,
 ) -> Handled {
-    let filter = match check(state, &request) {
+    let filter = match check(state, topic, &request) {
         Ok(filter) => Filter { logical, ..filter },
         Err(reply) => return Handled::Now(reply),
     };
@@ -261,9 +271,10 @@ struct Filter {
     logical: Option<Arc<Logical>>,
 }
 
-/// The checks of `PullMessageProcessor.processRequest`, in its order; what to filter with on
-/// success.
-fn check(state: &BrokerState, request: &PullRequest) -> Result<Filter, Reply> {
+/// The first checks of `PullMessageProcessor.processRequest`, made before a static topic's
+/// logical queue is looked up: the broker and topic are readable, the group may consume; the
+/// topic's settings on success.
+fn check_access(state: &BrokerState, request: &PullRequest) -> Result<TopicConfig, Reply> {
     let topic_name = &request.queue.topic;
     if !perm::is_readable(state.permission()) {
         return Err(Reply::error(
@@ -304,6 +315,13 @@ fn check(state: &BrokerState, request: &PullRequest) -> Result<Filter, Reply> {
             format!("the topic[{topic_name}] pulling message is forbidden"),
         ));
     }
+    Ok(topic)
+}
+
+/// The rest of `PullMessageProcessor.processRequest`'s checks, in its order, on the physical
+/// queue read here; what to filter with on success.
+fn check(state: &BrokerState, topic: &TopicConfig, request: &PullRequest) -> Result<Filter, Reply> {
+    let topic_name = &request.queue.topic;
     let queue_id = request.queue.queue_id;
     if queue_id < 0 || queue_id >= topic.read_queue_nums {
         return Err(Reply::error(
