@@ -1979,12 +1979,7 @@ fn static_topics(target: &Target) -> Result<()> {
         words(&["topicStatus", "-n", &ns, "-t", &topic]),
     ];
     let out = mqadmin(target, "static", &batch);
-    // mqadmin writes each mapping before and after into java.io.tmpdir, named after the topic.
-    for entry in fs::read_dir("/tmp")?.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&topic) {
-            let _ = fs::remove_file(entry.path());
-        }
-    }
+    remove_mapping_dumps(&topic)?;
     let out: Vec<String> = out?.iter().map(|o| normalise(o, target)).collect();
     let written = "The new mapping data is written to file ";
     expect("updateStaticTopic", &out[0], &[written])?;
@@ -2285,6 +2280,17 @@ fn live_settings(target: &Target) -> Result<()> {
     Ok(())
 }
 
+/// Removes the files mqadmin's static topic commands write into java.io.tmpdir: each mapping
+/// before and after, named after the topic.
+fn remove_mapping_dumps(topic: &str) -> Result<()> {
+    for entry in fs::read_dir("/tmp")?.flatten() {
+        if entry.file_name().to_string_lossy().starts_with(topic) {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+    Ok(())
+}
+
 /// A static topic over two broker groups (UPDATE_AND_CREATE_STATIC_TOPIC on each, then the
 /// logical queues served where they are led): created over the cluster, written and read by a
 /// producer and a push consumer, remapped onto broker-b, written again (the moved queues go on
@@ -2403,11 +2409,7 @@ fn static_topic_over_two_groups(target: &Target) -> Result<()> {
         let third = mqadmin(target, "static2-c", &third)?;
         Ok((first, second, third))
     });
-    for entry in fs::read_dir("/tmp")?.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(&topic) {
-            let _ = fs::remove_file(entry.path());
-        }
-    }
+    remove_mapping_dumps(&topic)?;
     let (first, second, third) = outputs?;
 
     expect(

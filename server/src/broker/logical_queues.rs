@@ -124,8 +124,9 @@ impl LogicalQueue {
         );
         let mut status = result.status;
         if result.status != PullStatus::Found {
-            let mut moved_on = false;
-            if leader.gen == current.gen {
+            let at_leader = leader.gen == current.gen;
+            let at_earliest = earliest.gen == current.gen;
+            if at_leader {
                 if request_offset > max {
                     if result.status == PullStatus::OffsetMoved {
                         next_begin = max;
@@ -135,29 +136,16 @@ impl LogicalQueue {
                     status = PullStatus::NoMatchedMessage;
                 }
             }
-            if earliest.gen == current.gen {
-                if request_offset < min {
-                    status = PullStatus::OffsetMoved;
-                    next_begin = min;
-                } else if request_offset >= max {
-                    match find_next(&self.items, &current) {
-                        Some(next) => {
-                            moved_on = true;
-                            current = next.clone();
-                            (next_begin, min, max) =
-                                (next.start_offset, next.start_offset, next.start_offset);
-                            status = PullStatus::NoMatchedMessage;
-                        }
-                        None => status = PullStatus::NoNewMessage,
-                    }
-                } else {
-                    status = result.status;
-                }
-            }
-            if !moved_on && leader.gen != current.gen && earliest.gen != current.gen {
+            // An older stretch (the earliest, or one in the middle): read past its end, the
+            // client goes on at the next one.
+            if at_earliest || !at_leader {
                 if request_offset < min {
                     next_begin = min;
-                    status = PullStatus::NoMatchedMessage;
+                    status = if at_earliest {
+                        PullStatus::OffsetMoved
+                    } else {
+                        PullStatus::NoMatchedMessage
+                    };
                 } else if request_offset >= max {
                     match find_next(&self.items, &current) {
                         Some(next) => {
@@ -294,6 +282,37 @@ mod tests {
         let result = queue.present_pull(&at, pulled(PullStatus::OffsetMoved, 5, 5, 9));
         assert_eq!(result.status, PullStatus::OffsetMoved);
         assert_eq!(result.next_begin_offset, 5);
+    }
+
+    #[test]
+    fn a_middle_stretch_retries_below_its_data_and_moves_on_past_its_end() {
+        // Remapped twice: broker-a, then broker-c from 10,000, then broker-b from 20,000.
+        let queue = LogicalQueue {
+            items: vec![
+                item(0, 0, "broker-a", 0),
+                item(1, 4, "broker-c", 10_000),
+                item(2, 2, "broker-b", 20_000),
+            ],
+            ..remapped()
+        };
+        let at = queue.locate(10_001).unwrap();
+        assert_eq!(
+            (at.item.bname.as_str(), at.physical_offset),
+            ("broker-c", 1)
+        );
+        // broker-c dropped its first entries: pull again from its first one (the earliest
+        // stretch would say OFFSET_MOVED).
+        let below = queue.present_pull(&at, pulled(PullStatus::OffsetMoved, 3, 3, 9));
+        assert_eq!(
+            (below.status, below.next_begin_offset),
+            (PullStatus::NoMatchedMessage, 10_003)
+        );
+        let at_end = queue.locate(10_009).unwrap();
+        let past = queue.present_pull(&at_end, pulled(PullStatus::NoNewMessage, 9, 0, 9));
+        assert_eq!(
+            (past.status, past.next_begin_offset, past.offset_delta),
+            (PullStatus::NoMatchedMessage, 20_000, Some(20_000))
+        );
     }
 
     #[test]

@@ -20,14 +20,11 @@ pub(super) fn query_consumer_offset(
     queue: &QueueRef,
     set_zero_if_not_found: bool,
 ) -> Handled {
-    let logical = match state.static_topics.address(queue) {
-        Addressed::Physical => {
-            return Handled::Now(query_physical(state, group, queue, set_zero_if_not_found))
-        }
-        Addressed::NotLeader { here } => {
-            return Handled::Now(not_leader(&queue.topic, queue.queue_id, &here))
-        }
-        Addressed::Logical(logical) => logical,
+    let logical = match logical_queue(state, queue, not_leader, || {
+        query_physical(state, group, queue, set_zero_if_not_found)
+    }) {
+        Ok(logical) => logical,
+        Err(answer) => return answer,
     };
     if let [only] = logical.items.as_slice() {
         if only.logic_offset == 0 {
@@ -71,6 +68,26 @@ pub(super) fn query_consumer_offset(
             "Not found, maybe this group consumer boot first",
         )
     }))
+}
+
+/// The logical queue `queue` names here, or the answer when it names none: `physical()` for a
+/// plain queue (or a static topic's queue asked with `lo=false`), `not_leader`'s remark for a
+/// logical queue led elsewhere.
+fn logical_queue(
+    state: &BrokerState,
+    queue: &QueueRef,
+    not_leader: fn(&str, i32, &str) -> Reply,
+    physical: impl FnOnce() -> Reply,
+) -> Result<LogicalQueue, Handled> {
+    match state.static_topics.address(queue) {
+        Addressed::Physical => Err(Handled::Now(physical())),
+        Addressed::NotLeader { here } => Err(Handled::Now(not_leader(
+            &queue.topic,
+            queue.queue_id,
+            &here,
+        ))),
+        Addressed::Logical(logical) => Ok(logical),
+    }
 }
 
 /// QUERY_CONSUMER_OFFSET of a physical queue.
@@ -122,17 +139,14 @@ pub(super) fn update_consumer_offset(
     queue: &QueueRef,
     offset: i64,
 ) -> Handled {
-    let logical = match state.static_topics.address(queue) {
-        Addressed::Physical => {
-            state
-                .offsets
-                .commit(group, &queue.topic, queue.queue_id, offset);
-            return Handled::Now(Reply::Success);
-        }
-        Addressed::NotLeader { here } => {
-            return Handled::Now(not_leader(&queue.topic, queue.queue_id, &here))
-        }
-        Addressed::Logical(logical) => logical,
+    let logical = match logical_queue(state, queue, not_leader, || {
+        state
+            .offsets
+            .commit(group, &queue.topic, queue.queue_id, offset);
+        Reply::Success
+    }) {
+        Ok(logical) => logical,
+        Err(answer) => return answer,
     };
     let Some(at) = logical.locate(offset) else {
         return Handled::Now(undecided(&logical));
@@ -160,18 +174,15 @@ pub(super) fn update_consumer_offset(
 
 /// GET_MAX_OFFSET: of a logical queue, the end of its newest decided stretch.
 pub(super) fn max_offset(state: &Arc<BrokerState>, queue: &QueueRef) -> Handled {
-    let logical = match state.static_topics.address(queue) {
-        Addressed::Physical => {
-            return Handled::Now(Reply::Offset(
-                state
-                    .store
-                    .max_offset_in_queue(&queue.topic, queue.queue_id),
-            ))
-        }
-        Addressed::NotLeader { here } => {
-            return Handled::Now(not_leader(&queue.topic, queue.queue_id, &here))
-        }
-        Addressed::Logical(logical) => logical,
+    let logical = match logical_queue(state, queue, not_leader, || {
+        Reply::Offset(
+            state
+                .store
+                .max_offset_in_queue(&queue.topic, queue.queue_id),
+        )
+    }) {
+        Ok(logical) => logical,
+        Err(answer) => return answer,
     };
     let Some(item) = logical.newest_decided().cloned() else {
         return Handled::Now(undecided(&logical));
@@ -186,22 +197,15 @@ pub(super) fn max_offset(state: &Arc<BrokerState>, queue: &QueueRef) -> Handled 
 
 /// GET_MIN_OFFSET: of a logical queue, the start of its earliest stretch.
 pub(super) fn min_offset(state: &Arc<BrokerState>, queue: &QueueRef) -> Handled {
-    let logical = match state.static_topics.address(queue) {
-        Addressed::Physical => {
-            return Handled::Now(Reply::Offset(
-                state
-                    .store
-                    .min_offset_in_queue(&queue.topic, queue.queue_id),
-            ))
-        }
-        Addressed::NotLeader { here } => {
-            return Handled::Now(not_leader_for_min_offset(
-                &queue.topic,
-                queue.queue_id,
-                &here,
-            ))
-        }
-        Addressed::Logical(logical) => logical,
+    let logical = match logical_queue(state, queue, not_leader_for_min_offset, || {
+        Reply::Offset(
+            state
+                .store
+                .min_offset_in_queue(&queue.topic, queue.queue_id),
+        )
+    }) {
+        Ok(logical) => logical,
+        Err(answer) => return answer,
     };
     let Some(item) = logical.earliest().cloned() else {
         return Handled::Now(undecided(&logical));
@@ -223,19 +227,16 @@ pub(super) fn search_offset(
     timestamp: i64,
     boundary: BoundaryType,
 ) -> Handled {
-    let logical = match state.static_topics.address(queue) {
-        Addressed::Physical => {
-            return Handled::Now(Reply::Offset(state.store.offset_by_time(
-                &queue.topic,
-                queue.queue_id,
-                timestamp,
-                store_boundary(boundary),
-            )))
-        }
-        Addressed::NotLeader { here } => {
-            return Handled::Now(not_leader(&queue.topic, queue.queue_id, &here))
-        }
-        Addressed::Logical(logical) => logical,
+    let logical = match logical_queue(state, queue, not_leader, || {
+        Reply::Offset(state.store.offset_by_time(
+            &queue.topic,
+            queue.queue_id,
+            timestamp,
+            store_boundary(boundary),
+        ))
+    }) {
+        Ok(logical) => logical,
+        Err(answer) => return answer,
     };
     let state = state.clone();
     Handled::Later(Box::pin(async move {
@@ -276,12 +277,10 @@ pub(super) fn search_offset(
 /// GET_EARLIEST_MSG_STORETIME: -1 for an empty queue, as Java answers; of a logical queue, its
 /// earliest stretch's.
 pub(super) fn earliest_store_time(state: &Arc<BrokerState>, queue: &QueueRef) -> Handled {
-    let logical = match state.static_topics.address(queue) {
-        Addressed::Physical => return Handled::Now(earliest_physical(state, queue)),
-        Addressed::NotLeader { here } => {
-            return Handled::Now(not_leader(&queue.topic, queue.queue_id, &here))
-        }
-        Addressed::Logical(logical) => logical,
+    let logical = match logical_queue(state, queue, not_leader, || earliest_physical(state, queue))
+    {
+        Ok(logical) => logical,
+        Err(answer) => return answer,
     };
     let Some(item) = logical.earliest().cloned() else {
         return Handled::Now(undecided(&logical));
