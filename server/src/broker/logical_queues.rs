@@ -69,6 +69,17 @@ pub(super) fn not_leader_for_min_offset(topic: &str, queue_id: i32, here: &str) 
     )
 }
 
+/// A logical queue none of whose stretches has a logical offset yet (Java fails on a null).
+pub(super) fn undecided(logical: &LogicalQueue) -> Reply {
+    Reply::error(
+        ErrorKind::SystemError,
+        format!(
+            "no stretch of logical queue {}-{} has a logical offset yet",
+            logical.topic, logical.global_id
+        ),
+    )
+}
+
 impl LogicalQueue {
     /// The newest item: where sends go.
     pub fn leader(&self) -> &LogicQueueMappingItem {

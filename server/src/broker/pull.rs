@@ -20,7 +20,7 @@ use skiff_model::record;
 use skiff_model::route::{perm, TopicConfig, MASTER_ID};
 use skiff_store::GetMessageStatus;
 
-use super::logical_queues::{not_leader_for_pull, Addressed, Located, LogicalQueue};
+use super::logical_queues::{not_leader_for_pull, undecided, Addressed, Located, LogicalQueue};
 use super::property_filter::{self, is_tag_type};
 use super::BrokerState;
 use crate::net::{Handled, RequestContext};
@@ -58,13 +58,7 @@ pub(super) fn handle(
         Addressed::Logical(queue) => queue,
     };
     let Some(at) = queue.locate(request.queue_offset) else {
-        return Handled::Now(Reply::error(
-            ErrorKind::SystemError,
-            format!(
-                "no item of logical queue {}-{} has a logical offset yet",
-                queue.topic, queue.global_id
-            ),
-        ));
+        return Handled::Now(undecided(&queue));
     };
     // The piggybacked commit is a logical offset too: kept where it lives, if that is here
     // (Java stores it unconverted under the physical queue read, a value later read back

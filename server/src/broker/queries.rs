@@ -7,7 +7,9 @@ use std::sync::Arc;
 use skiff_model::command::{BoundaryType, ErrorKind, QueueRef, Reply, Request};
 use skiff_model::static_topic::LogicQueueMappingItem;
 
-use super::logical_queues::{not_leader, not_leader_for_min_offset, Addressed, LogicalQueue};
+use super::logical_queues::{
+    not_leader, not_leader_for_min_offset, undecided, Addressed, LogicalQueue,
+};
 use super::BrokerState;
 use crate::net::Handled;
 
@@ -360,17 +362,6 @@ fn ask_offset(
 /// What Java answers when the other broker group refused a request passed on to it.
 fn unknown_remote_error() -> Reply {
     Reply::error(ErrorKind::SystemError, "unknown remote error")
-}
-
-/// A logical queue none of whose stretches has a logical offset yet (Java fails on a null).
-fn undecided(logical: &LogicalQueue) -> Reply {
-    Reply::error(
-        ErrorKind::SystemError,
-        format!(
-            "no stretch of logical queue {}-{} has a logical offset yet",
-            logical.topic, logical.global_id
-        ),
-    )
 }
 
 /// QUERY_MESSAGE (`QueryMessageProcessor.queryMessage`): by message key or, for
