@@ -3,8 +3,9 @@
 # themselves; this script is for warming the Maven cache and for running one scenario by hand.
 #
 #   scripts/compat-java.sh fetch
-#       Resolves the client classpaths (4.9.8, 5.3.3), the Apache broker classpath (5.3.3) and
-#       mqadmin's (rocketmq-tools 5.3.3) into ~/.m2, e.g. once on a fresh machine or in CI before the tests.
+#       Resolves the client classpaths (4.9.8, 5.3.3), the Apache broker classpath (5.3.3),
+#       mqadmin's (rocketmq-tools 5.3.3), and Kafka's client and broker (4.1.1, their poms pin the
+#       version) into ~/.m2, e.g. once on a fresh machine or in CI before the tests.
 #   scripts/compat-java.sh run VERSION SCENARIO --namesrv 127.0.0.1:9876 --broker 127.0.0.1:10911 --id x1
 #       Compiles the scenarios against client VERSION and runs one of them against a running broker.
 set -euo pipefail
@@ -25,6 +26,8 @@ fetch)
     for v in 4.9.8 5.3.3; do classpath "$java_dir" client "$v" >/dev/null; done
     classpath "$java_dir/broker" apache-broker "${SKIFF_COMPAT_APACHE_VERSION:-5.3.3}" >/dev/null
     classpath "$java_dir/tools" mqadmin 5.3.3 >/dev/null
+    classpath "$java_dir/kafka" kafka-client 4.1.1 >/dev/null
+    classpath "$java_dir/kafka-broker" kafka-broker 4.1.1 >/dev/null
     echo "Maven dependencies are in ~/.m2"
     ;;
 run)

@@ -61,6 +61,22 @@ seeds() {
         sql "a CONTAINS 'bc' AND b STARTSWITH 'a' AND TAGS ENDSWITH 'c'" "abc" strings
         sql "a = TRUE OR b = 1.5e3" "true" literals
         ;;
+    kafka_request)
+        # Frames' content as clients send them: ApiVersions v3 (flexible) and v0, Metadata v1 for
+        # one topic, and ApiVersions at a version newer than Skiff's.
+        printf '\000\022\000\003\000\000\000\001\000\002id\000\006skiff\0041.0\000' >"$dir/api-versions-v3"
+        printf '\000\022\000\000\000\000\000\001\377\377' >"$dir/api-versions-v0"
+        printf '\000\003\000\001\000\000\000\002\000\002id\000\000\000\001\000\006orders' >"$dir/metadata-v1"
+        printf '\000\022\000\011\000\000\000\003\000\000' >"$dir/api-versions-v9"
+        ;;
+    kafka_records)
+        # A batch header (the target sets length, magic and CRC) and one record: key "k", value
+        # "v", one header; and the same with the gzip bit.
+        head_bytes() { printf '\0\0\0\0\0\0\0\0\0\0\0\0\377\377\377\377\2\0\0\0\0'; }
+        rest() { printf '\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\0\377\377\377\377\377\377\377\377\377\377\377\377\377\377\0\0\0\1'; }
+        { head_bytes; printf '\0\0'; printf '\0\0\0\0'; rest; printf '\030\0\0\0\002k\002v\002\002h\002x'; } >"$dir/one-record"
+        { head_bytes; printf '\0\1'; printf '\0\0\0\0'; rest; printf '\037\213\010\0\0\0\0\0'; } >"$dir/gzip-header"
+        ;;
     acl)
         # Even first byte: a plain_acl.yml; odd: [code][field count]([name][len][value])* body.
         { printf '\0'; cat "$root/protocol/fuzz/seeds/plain_acl.yml"; } >"$dir/plain-acl"

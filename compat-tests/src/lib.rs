@@ -13,6 +13,7 @@ pub mod broker_files;
 pub mod container;
 pub mod golang;
 pub mod java;
+pub mod kafka;
 pub mod process;
 pub mod remoting;
 pub mod runtime;

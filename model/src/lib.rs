@@ -8,7 +8,8 @@
 //! that is both the CommitLog entry and the pull-response payload ([`record`]), offset message ids,
 //! and Java's `String.hashCode` ([`hash`]) that tag codes and index slots depend on, and the SQL92
 //! message selector ([`filter`]) that brokers evaluate over message properties, and UTC calendar
-//! arithmetic ([`calendar`]) for dates in ids and output.
+//! arithmetic ([`calendar`]) for dates in ids and output. Records as key/value protocols carry
+//! them, and how they are stored as RocketMQ messages, are in [`keyed`].
 //!
 //! It must not know any transport, any request code, any file layout beyond the single record, or
 //! any I/O: it is plain data and pure functions so that codecs, store and server can all depend on
@@ -22,6 +23,7 @@ pub mod consumer;
 pub mod delay;
 pub mod filter;
 pub mod hash;
+pub mod keyed;
 pub mod message;
 pub mod pop;
 pub mod record;

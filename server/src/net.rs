@@ -1,6 +1,11 @@
-//! Serving remoting connections.
+//! Serving connections.
 //!
-//! Each accepted connection gets a reader loop and a writer task. The reader turns frames into
+//! [`serve_front`] is the accept loop every listener shares (connection limit, TLS or plain,
+//! shutdown); a [`Front`] is what one connection does with its bytes. The remoting protocol's
+//! front, [`serve`], is described below; the Kafka front (`broker::kafka`) answers in request
+//! order instead.
+//!
+//! Each accepted remoting connection gets a reader loop and a writer task. The reader turns frames into
 //! requests with the codec and hands them to a [`Service`]. A service answers either at once
 //! ([`Handled::Now`]) or with a future ([`Handled::Later`]) that runs on its own task, so a pull
 //! held for long polling or a send waiting for a sync flush never stalls the other requests a
@@ -272,12 +277,69 @@ impl ClientChannel {
 
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Accepts connections until `shutdown` fires, then waits for open connections to finish;
-/// `limits` bound each connection and `tls` says which of TLS and plain TCP a new connection may
-/// speak (`tls.server.mode`; [`ServerTls::disabled`] for plain only).
+/// A wire protocol a listener speaks: what one accepted connection does with its bytes. The
+/// remoting protocol is [`serve`]'s, answering out of order under each request's opaque; the
+/// Kafka front (`broker::kafka`) answers in request order. Both share [`serve_front`]'s accept
+/// loop: the connection limit, TLS or plain, and shutdown.
+pub trait Front: Send + Sync + 'static {
+    /// Serves one connection until it closes, idles out ([`Limits::idle_timeout`]) or
+    /// `conn.shutdown` fires.
+    fn serve_connection<R, W>(
+        self: Arc<Self>,
+        read: R,
+        write: W,
+        conn: Connection,
+    ) -> impl Future<Output = ()> + Send
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static;
+}
+
+/// What a [`Front`] knows of a connection it serves.
+pub struct Connection {
+    pub peer: SocketAddr,
+    /// When it was accepted: idle time counts from here.
+    pub opened: Instant,
+    pub limits: Limits,
+    pub shutdown: CancellationToken,
+}
+
+/// The remoting protocol's front: frames multiplexed by opaque, answered by `S`.
+struct Remoting<S>(Arc<S>);
+
+impl<S: Service> Front for Remoting<S> {
+    fn serve_connection<R, W>(
+        self: Arc<Self>,
+        read: R,
+        write: W,
+        conn: Connection,
+    ) -> impl Future<Output = ()> + Send
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        serve_connection(read, write, conn, self.0.clone())
+    }
+}
+
+/// Serves the remoting protocol with `service` until `shutdown` fires, then waits for open
+/// connections to finish (see [`serve_front`]).
 pub async fn serve<S: Service>(
     listener: TcpListener,
     service: Arc<S>,
+    limits: Limits,
+    tls: Arc<ServerTls>,
+    shutdown: CancellationToken,
+) {
+    serve_front(listener, Arc::new(Remoting(service)), limits, tls, shutdown).await
+}
+
+/// Accepts connections until `shutdown` fires, then waits for open connections to finish;
+/// `limits` bound each connection and `tls` says which of TLS and plain TCP a new connection may
+/// speak (`tls.server.mode`; [`ServerTls::disabled`] for plain only).
+pub async fn serve_front<F: Front>(
+    listener: TcpListener,
+    front: Arc<F>,
     limits: Limits,
     tls: Arc<ServerTls>,
     shutdown: CancellationToken,
@@ -298,12 +360,17 @@ pub async fn serve<S: Service>(
                         drop(stream);
                         continue;
                     };
-                    let service = service.clone();
+                    let front = front.clone();
                     let shutdown = shutdown.clone();
                     let tls = tls.clone();
                     tracker.spawn(async move {
                         // Idle time counts from accept, the wait for a first byte included.
-                        let opened = Instant::now();
+                        let conn = Connection {
+                            peer,
+                            opened: Instant::now(),
+                            limits,
+                            shutdown: shutdown.clone(),
+                        };
                         let _ = stream.set_nodelay(true);
                         let accepted = tokio::select! {
                             accepted = tls.accept(stream, peer, limits.idle_timeout, limits.handshake_timeout) => accepted,
@@ -312,11 +379,11 @@ pub async fn serve<S: Service>(
                         match accepted {
                             Some(Accepted::Plain(stream)) => {
                                 let (read, write) = stream.into_split();
-                                serve_connection(read, write, peer, opened, service, limits, shutdown).await
+                                front.serve_connection(read, write, conn).await
                             }
                             Some(Accepted::Tls(stream)) => {
                                 let (read, write) = tokio::io::split(*stream);
-                                serve_connection(read, write, peer, opened, service, limits, shutdown).await
+                                front.serve_connection(read, write, conn).await
                             }
                             None => {}
                         }
@@ -337,41 +404,47 @@ pub async fn serve<S: Service>(
 
 /// How long a connection being shut down waits for its in-flight requests (sends waiting for a
 /// flush, held pulls being released) before it closes anyway.
-const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const DRAIN_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// When a connection last completed a frame either way, in ms since it opened.
-struct Activity {
+pub(crate) struct Activity {
     opened: Instant,
     last_ms: AtomicU64,
 }
 
 impl Activity {
-    fn touch(&self) {
+    pub(crate) fn new(opened: Instant) -> Self {
+        Activity {
+            opened,
+            last_ms: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn touch(&self) {
         let ms = self.opened.elapsed().as_millis() as u64;
         self.last_ms.fetch_max(ms, Ordering::Relaxed);
     }
 
     /// When the connection counts as idle unless something happens before.
-    fn idle_at(&self, idle: Duration) -> Instant {
+    pub(crate) fn idle_at(&self, idle: Duration) -> Instant {
         self.opened + Duration::from_millis(self.last_ms.load(Ordering::Relaxed)) + idle
     }
 }
 
 /// Serves one connection's frames; `read_half` and `write_half` are the two directions of a plain
 /// or a TLS stream.
-async fn serve_connection<S, R, W>(
-    read_half: R,
-    write_half: W,
-    peer: SocketAddr,
-    opened: Instant,
-    service: Arc<S>,
-    limits: Limits,
-    shutdown: CancellationToken,
-) where
+async fn serve_connection<S, R, W>(read_half: R, write_half: W, conn: Connection, service: Arc<S>)
+where
     S: Service,
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let Connection {
+        peer,
+        opened,
+        limits,
+        shutdown,
+    } = conn;
     let max_frame_len = limits.max_frame_len;
     let mut frames = FramedRead::new(read_half, RemotingCodec::new(max_frame_len));
     let (tx, rx) = mpsc::channel(OUTBOUND_QUEUE);
@@ -386,10 +459,7 @@ async fn serve_connection<S, R, W>(
     }));
     debug!(?channel, "connection opened");
     service.on_connect(&channel);
-    let activity = Arc::new(Activity {
-        opened,
-        last_ms: AtomicU64::new(0),
-    });
+    let activity = Arc::new(Activity::new(opened));
     let writer = tokio::spawn(write_frames(
         FramedWrite::new(write_half, RemotingCodec::new(max_frame_len)),
         rx,

@@ -92,8 +92,11 @@ Settings are applied in this order, later ones winning: Skiff's defaults, the -c
 with the name server of this process. Once both listen, the addresses (with the real ports) are \
 printed on stdout.
 
-Environment (for containers): SKIFF_DATA, SKIFF_NAMESRV_LISTEN and SKIFF_BROKER_LISTEN stand for \
-the flags of the same name. Every SKIFF_<key> whose key starts with a lower-case letter, such as \
+Kafka clients connect to the Kafka listener (--kafka-listen, 127.0.0.1:9092 by default): \
+bootstrap.servers=127.0.0.1:9092. A Kafka topic is a RocketMQ topic, a partition a queue.
+
+Environment (for containers): SKIFF_DATA, SKIFF_NAMESRV_LISTEN, SKIFF_BROKER_LISTEN and \
+SKIFF_KAFKA_LISTEN stand for the flags of the same name. Every SKIFF_<key> whose key starts with a lower-case letter, such as \
 SKIFF_brokerIP1=10.0.0.5 or SKIFF_flushDiskType=SYNC_FLUSH, is a --set <key>=<value>.")]
 pub struct StandaloneArgs {
     /// Data directory (the broker's storePathRootDir) [default: $HOME/skiff-data]
@@ -113,6 +116,12 @@ pub struct StandaloneArgs {
     /// [default: 127.0.0.1:10911]
     #[arg(long, value_name = "ADDR", env = "SKIFF_BROKER_LISTEN")]
     pub broker_listen: Option<SocketAddr>,
+
+    /// Where Kafka clients connect (bootstrap.servers), IP:PORT; the kafkaListen key also sets it
+    /// [default: the broker's IP, port 9092 (a free port when the broker's is 0); if that port is
+    /// taken, or ACL or TLS is required, the broker starts without it]
+    #[arg(long, value_name = "ADDR", env = "SKIFF_KAFKA_LISTEN")]
+    pub kafka_listen: Option<SocketAddr>,
 
     /// Broker config: .toml, or Java properties (broker.conf); keys are Apache RocketMQ's
     #[arg(short = 'c', long = "config", value_name = "FILE")]

@@ -90,7 +90,16 @@ pub async fn standalone(args: StandaloneArgs) -> Result<(), Failure> {
     println!("Skiff {} standalone is ready.", env!("CARGO_PKG_VERSION"));
     println!("  name server  {namesrv_addr}");
     print_broker(&broker_config, broker.local_addr());
+    if let Some(kafka) = broker.kafka_addr() {
+        println!("  kafka        {}", reachable(kafka));
+    }
     println!("Point RocketMQ clients at the name server: namesrvAddr={namesrv_addr}");
+    if let Some(kafka) = broker.kafka_addr() {
+        println!(
+            "Point Kafka clients at the broker: bootstrap.servers={}",
+            reachable(kafka)
+        );
+    }
     println!("Stop with Ctrl-C or SIGTERM.");
     wait_and_stop(signals, Some(broker), Some(namesrv)).await
 }
@@ -116,6 +125,9 @@ pub async fn broker(args: BrokerArgs) -> Result<(), Failure> {
         .map_err(|e| start_failure(e, "broker", bind_addr(&config), "--set listenPort=PORT"))?;
     println!("Skiff {} broker is ready.", env!("CARGO_PKG_VERSION"));
     print_broker(&config, broker.local_addr());
+    if let Some(kafka) = broker.kafka_addr() {
+        println!("  kafka        {kafka}");
+    }
     match &config.namesrv_addr {
         Some(addrs) => println!("  name servers {addrs}"),
         None => println!("  name servers none: clients cannot find this broker (set namesrvAddr)"),

@@ -13,6 +13,10 @@ use crate::cli::{BrokerArgs, NamesrvArgs, StandaloneArgs};
 /// loopback, so that trying Skiff out exposes nothing to the network.
 pub const STANDALONE_BROKER: SocketAddr = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 10911);
 
+/// `standalone`'s Kafka port when neither `--kafka-listen` nor `kafkaListen` says otherwise:
+/// Kafka's own default.
+pub const STANDALONE_KAFKA_PORT: u16 = 9092;
+
 /// `standalone`'s data directory: fixed, so a restart from any working directory finds the same
 /// data, and apart from `~/store`, which an Apache RocketMQ broker on the same host would use.
 pub fn default_data_dir() -> PathBuf {
@@ -90,6 +94,18 @@ fn standalone_with_env(
     }
     apply_env(env, |key, value| broker.set(key, value))?;
     apply_sets(&args.set, |key, value| broker.set(key, value))?;
+    if let Some(addr) = args.kafka_listen {
+        broker.kafka_listen = Some(addr);
+    } else if broker.kafka_listen.is_none() {
+        // On by default, on the broker's IP; a free port when the broker takes one (tests).
+        let port = if broker.listen_port == 0 {
+            0
+        } else {
+            STANDALONE_KAFKA_PORT
+        };
+        broker.kafka_listen = Some(SocketAddr::new(broker.bind_address, port));
+        broker.kafka_listen_optional = true;
+    }
     // One process, one set of `tls.*` settings for both listeners, and one ACL file: the name
     // server checks the broker's accounts.
     let namesrv = NamesrvConfig {

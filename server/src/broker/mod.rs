@@ -7,7 +7,8 @@
 //! membership), `queries` (offsets and timestamps), `admin`, and `introspect` (what operators ask:
 //! connections, statistics from `traffic`, offset resets, questions passed on to a client).
 //! Static topics' logical queues are mapped onto physical ones by `logical_queues`; what lives on
-//! another broker group is asked of it through `forward`.
+//! another broker group is asked of it through `forward`. Kafka clients are served by `kafka`, on
+//! a listener of their own (`kafkaListen`), over the same topics and store.
 
 mod acls;
 mod admin;
@@ -20,6 +21,7 @@ mod consumers;
 mod forward;
 mod groups;
 mod introspect;
+mod kafka;
 mod logical_queues;
 mod long_polling;
 mod metrics;
@@ -401,6 +403,8 @@ pub struct Broker {
     vip_addr: Option<SocketAddr>,
     /// Where `/metrics` is served (`metricsExporterType=PROM`).
     metrics_addr: Option<SocketAddr>,
+    /// Where Kafka clients connect (`kafkaListen`).
+    kafka_addr: Option<SocketAddr>,
     shutdown: CancellationToken,
     server: JoinHandle<()>,
     background: Vec<JoinHandle<()>>,
@@ -438,6 +442,7 @@ impl Broker {
             .parse()
             .with_context(|| format!("brokerIP1 {advertised_ip} is not an IP address"))?;
 
+        let kafka_listener = bind_kafka(&config).await?;
         let metrics_listener = match config.metrics_exporter_type {
             MetricsExporterType::Disable => None,
             MetricsExporterType::Prom => Some(bind_metrics(&config).await?),
@@ -556,6 +561,22 @@ impl Broker {
                 shutdown.clone(),
             )));
         }
+        let mut kafka_addr = None;
+        if let Some(listener) = kafka_listener {
+            let bound = listener.local_addr()?;
+            kafka_addr = Some(bound);
+            let front =
+                kafka::KafkaFront::new(state.clone(), (state.config.advertised_ip(), bound.port()));
+            // Plain TCP only: Kafka's TLS and SASL are not served yet (`bind_kafka` refuses them).
+            background.push(tokio::spawn(net::serve_front(
+                listener,
+                Arc::new(front),
+                limits,
+                crate::tls::ServerTls::disabled(),
+                shutdown.clone(),
+            )));
+            info!(addr = %bound, "serving Kafka clients (bootstrap.servers)");
+        }
         let mut metrics_addr = None;
         if let (Some(listener), Some(metrics)) = (metrics_listener, &state.metrics) {
             metrics_addr = listener.local_addr().ok();
@@ -587,6 +608,7 @@ impl Broker {
             local_addr,
             vip_addr,
             metrics_addr,
+            kafka_addr,
             shutdown,
             server,
             background,
@@ -610,6 +632,11 @@ impl Broker {
     /// Where `/metrics` is served, when `metricsExporterType=PROM`.
     pub fn metrics_addr(&self) -> Option<SocketAddr> {
         self.metrics_addr
+    }
+
+    /// Where Kafka clients connect, when `kafkaListen` is set.
+    pub fn kafka_addr(&self) -> Option<SocketAddr> {
+        self.kafka_addr
     }
 
     /// Unregisters, answers held pulls, drains connections, persists config and flushes the store.
@@ -664,6 +691,38 @@ async fn bind_vip(config: &BrokerConfig, main: SocketAddr) -> Option<TcpListener
             );
             None
         }
+    }
+}
+
+/// The Kafka listener (`kafkaListen`). It has no TLS and no SASL yet, so it is refused on a
+/// broker whose RocketMQ port requires either: it would let Kafka clients past the checks.
+async fn bind_kafka(config: &BrokerConfig) -> anyhow::Result<Option<TcpListener>> {
+    let Some(addr) = config.kafka_listen else {
+        return Ok(None);
+    };
+    let secured = config.acl_enable
+        || config.authentication_enabled
+        || config.tls.server_mode == crate::config::TlsMode::Enforcing;
+    if secured {
+        if config.kafka_listen_optional {
+            warn!("no Kafka listener: this broker requires ACL, authentication or TLS, which the Kafka listener does not serve yet");
+            return Ok(None);
+        }
+        anyhow::bail!(
+            "kafkaListen cannot be used with aclEnable, authenticationEnabled or \
+             tls.server.mode=enforcing: the Kafka listener has no SASL or TLS yet and would let \
+             Kafka clients past them; unset kafkaListen"
+        );
+    }
+    match TcpListener::bind(addr).await {
+        Ok(listener) => Ok(Some(listener)),
+        Err(err) if config.kafka_listen_optional => {
+            warn!(%addr, %err, "no Kafka listener: the port is taken; Kafka clients will not reach this broker (choose another with --kafka-listen)");
+            Ok(None)
+        }
+        Err(err) => Err(anyhow::Error::new(err).context(format!(
+            "cannot serve Kafka clients on {addr}: choose another kafkaListen"
+        ))),
     }
 }
 

@@ -397,7 +397,7 @@ fn random_queue(queue_nums: i32) -> i32 {
     (hasher.finish() % queue_nums as u64) as i32
 }
 
-fn uniq_id_generator(broker_addr: &str) -> &'static UniqIdGenerator {
+pub(super) fn uniq_id_generator(broker_addr: &str) -> &'static UniqIdGenerator {
     static GENERATOR: OnceLock<UniqIdGenerator> = OnceLock::new();
     GENERATOR.get_or_init(|| {
         let ip = broker_addr

@@ -2,7 +2,7 @@
 //! that Skiff implements, with Java's defaults.
 
 use std::fmt;
-use std::net::{IpAddr, Ipv4Addr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 
 use super::value::{positive, FromSetting, Rejection, ToSetting};
@@ -218,6 +218,12 @@ pub struct BrokerConfig {
     /// Where `/metrics` listens; unset = the advertised IP (`brokerIP1`'s rule), as in Java.
     pub metrics_prom_exporter_host: Option<IpAddr>,
     pub metrics_prom_exporter_port: u16,
+    /// `kafkaListen` (Skiff's own key): where Kafka clients connect, `IP:PORT`; unset = no
+    /// Kafka listener (`skiff standalone` opens one on 9092 unless told otherwise).
+    pub kafka_listen: Option<SocketAddr>,
+    /// Not a key: `kafka_listen` is `skiff standalone`'s default, so a port already taken is
+    /// logged and the broker starts without a Kafka listener.
+    pub kafka_listen_optional: bool,
 }
 
 impl Default for BrokerConfig {
@@ -327,6 +333,8 @@ impl Default for BrokerConfig {
             authorization_metadata_provider: None,
             metrics_exporter_type: MetricsExporterType::Disable,
             metrics_prom_exporter_host: None,
+            kafka_listen: None,
+            kafka_listen_optional: false,
             metrics_prom_exporter_port: 5557,
         }
     }
@@ -435,6 +443,7 @@ settings!(BrokerConfig {
     "metricsExporterType" => metrics_exporter_type,
     "metricsPromExporterHost" => metrics_prom_exporter_host,
     "metricsPromExporterPort" => metrics_prom_exporter_port,
+    "kafkaListen" => kafka_listen,
 } .. tls);
 
 /// `innerClientAuthenticationCredentials` must be the JSON object Java reads.

@@ -1,7 +1,7 @@
 //! Turning a setting's text into a typed value. Both file formats and `--set` hand values over as
 //! text (TOML scalars are rendered back to text first), so one parser per type serves them all.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 
 use super::ConfigError;
@@ -33,7 +33,7 @@ macro_rules! display_settings {
     )*};
 }
 
-display_settings!(u16, u32, u64, usize, i32, i64, bool, String, IpAddr);
+display_settings!(u16, u32, u64, usize, i32, i64, bool, String, IpAddr, SocketAddr);
 
 impl ToSetting for PathBuf {
     fn to_setting(&self) -> String {
@@ -140,6 +140,14 @@ impl FromSetting for IpAddr {
     fn from_setting(text: &str) -> Result<Self, Rejection> {
         text.parse()
             .map_err(|_| Rejection::Expected("an IP address such as 0.0.0.0 or 127.0.0.1".into()))
+    }
+}
+
+impl FromSetting for SocketAddr {
+    fn from_setting(text: &str) -> Result<Self, Rejection> {
+        text.parse().map_err(|_| {
+            Rejection::Expected("an address IP:PORT such as 0.0.0.0:9092 or 127.0.0.1:9092".into())
+        })
     }
 }
 

@@ -1,0 +1,363 @@
+//! A Kafka listener under test and the official Kafka Java client's scenarios against it.
+//!
+//! The target is Skiff (`skiff standalone … --kafka-listen`) or, as the reference, a real Apache
+//! Kafka broker: one KRaft JVM that is both broker and controller, from Maven Central
+//! (`java/kafka-broker/pom.xml`), its storage formatted by Kafka's own tool. Either listens on
+//! free loopback ports with a temporary directory, is ready once its Kafka port accepts a
+//! connection, and is killed when dropped. The scenarios (`java/kafka/KafkaScenarios.java`) run
+//! with kafka-clients (`java/kafka/pom.xml`) as a single source file, one JVM each.
+
+use std::fs;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+
+use crate::java;
+use crate::process::{self, Proc};
+use crate::settings::{self, TargetKind};
+use crate::target::skiff_bin;
+
+/// The Kafka version of the client and of the Apache broker; both poms pin it as `kafka.version`.
+pub const KAFKA_VERSION: &str = "4.1.1";
+
+/// How long a target may take until its Kafka port accepts (Apache Kafka needs 2-5 s).
+const READY_TIMEOUT: Duration = Duration::from_secs(90);
+/// Formatting a fresh log directory takes about a second.
+const FORMAT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Upper bound for one scenario JVM; its own waits are at most 30 s for the producer, 60 s for
+/// the poll loop and 30 s for each offset lookup.
+const SCENARIO_TIMEOUT: Duration = Duration::from_secs(240);
+
+/// The Apache target's cluster id, any 16 bytes in base64url (here "skiff-compat-kfk"): every
+/// target formats a directory of its own.
+const CLUSTER_ID: &str = "c2tpZmYtY29tcGF0LWtmaw";
+
+/// The scenarios' JVM flags, as the RocketMQ scenarios': a small heap and C1 only.
+const SCENARIO_JVM: [&str; 5] = [
+    "-Xms64m",
+    "-Xmx256m",
+    "-XX:TieredStopAtLevel=1",
+    "-XX:+UseSerialGC",
+    "-Xshare:auto",
+];
+
+/// The broker logs at INFO to stdout, which the harness keeps in `kafka.out`.
+const LOG4J2: &str = "appender.out.type = Console
+appender.out.name = OUT
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = %d{HH:mm:ss.SSS} %-5level %c{1} - %msg%n
+rootLogger.level = INFO
+rootLogger.appenderRef.out.ref = OUT
+";
+
+/// `compat-tests/java/kafka`: the client's pom and the scenario source.
+fn client_dir() -> PathBuf {
+    java::java_dir().join("kafka")
+}
+
+/// `N` distinct free loopback ports, from below Linux's ephemeral range (as `target.rs` picks its
+/// own, for the same reason: a port the kernel may hand out to an outgoing connection can be taken
+/// before the broker binds it), from a start that differs between test processes.
+fn free_ports<const N: usize>() -> Result<[u16; N]> {
+    const LOW: u32 = 12_000;
+    const SPAN: u32 = 20_000;
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let start = (std::process::id().wrapping_mul(7919) ^ nanos) % SPAN;
+    let mut ports = [0; N];
+    // Held until all are found, so that none is picked twice.
+    let mut held = Vec::new();
+    for step in 0..500 {
+        let port = (LOW + (start + step * 7_919) % SPAN) as u16;
+        if let Ok(listener) = TcpListener::bind(("127.0.0.1", port)) {
+            ports[held.len()] = port;
+            held.push(listener);
+            if held.len() == N {
+                return Ok(ports);
+            }
+        }
+    }
+    bail!("no {N} free loopback ports found below the ephemeral range")
+}
+
+/// `$TMPDIR/skiff-compat/<pid>-<label>-<n>`: the layout `target.rs` uses, so that its clean-up of
+/// directories left by dead test processes covers these too.
+fn new_dir(label: &str) -> Result<PathBuf> {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir()
+        .join("skiff-compat")
+        .join(format!("{}-{label}-{n}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(&dir).with_context(|| format!("create {}", dir.display()))?;
+    Ok(dir)
+}
+
+/// The Apache broker's `server.properties`: KRaft, one node as broker and controller on loopback
+/// ports, topics created on first use with 4 partitions, internal topics with one replica.
+fn server_properties(dir: &Path, kafka_port: u16, controller_port: u16) -> String {
+    format!(
+        "process.roles=broker,controller\n\
+         node.id=1\n\
+         listeners=PLAINTEXT://127.0.0.1:{kafka_port},CONTROLLER://127.0.0.1:{controller_port}\n\
+         advertised.listeners=PLAINTEXT://127.0.0.1:{kafka_port}\n\
+         listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT\n\
+         inter.broker.listener.name=PLAINTEXT\n\
+         controller.listener.names=CONTROLLER\n\
+         controller.quorum.bootstrap.servers=127.0.0.1:{controller_port}\n\
+         log.dirs={}\n\
+         auto.create.topics.enable=true\n\
+         num.partitions=4\n\
+         offsets.topic.replication.factor=1\n\
+         transaction.state.log.replication.factor=1\n\
+         transaction.state.log.min.isr=1\n",
+        dir.join("kafka-logs").display()
+    )
+}
+
+/// A running Kafka listener: Skiff or Apache Kafka, chosen by `SKIFF_COMPAT_TARGET`.
+pub struct KafkaTarget {
+    kind: TargetKind,
+    dir: PathBuf,
+    /// The Kafka port, then two more: Skiff's name server and broker ports, or Apache Kafka's
+    /// controller port (the third unused).
+    ports: [u16; 3],
+    server: Option<Proc>,
+    runs: u32,
+    /// Keep the directory: the target did not start.
+    failed: bool,
+}
+
+impl KafkaTarget {
+    /// Starts the target chosen by `SKIFF_COMPAT_TARGET` and waits until its Kafka port accepts.
+    /// A target that does not start keeps its directory, as a failed test does.
+    pub fn start(label: &str) -> Result<KafkaTarget> {
+        let mut target = KafkaTarget {
+            kind: settings::target_kind()?,
+            dir: new_dir(label)?,
+            ports: free_ports()?,
+            server: None,
+            runs: 0,
+            failed: false,
+        };
+        if let Err(e) = target.launch() {
+            target.failed = true;
+            return Err(e);
+        }
+        Ok(target)
+    }
+
+    fn launch(&mut self) -> Result<()> {
+        let [kafka, second, third] = self.ports;
+        let server = match self.kind {
+            TargetKind::Skiff => {
+                let mut cmd = Command::new(skiff_bin()?);
+                cmd.current_dir(&self.dir)
+                    .arg("standalone")
+                    .arg("--data")
+                    .arg(self.dir.join("store"))
+                    .arg("--namesrv-listen")
+                    .arg(format!("127.0.0.1:{second}"))
+                    .arg("--broker-listen")
+                    .arg(format!("127.0.0.1:{third}"))
+                    .arg("--kafka-listen")
+                    .arg(format!("127.0.0.1:{kafka}"));
+                Proc::spawn("skiff", cmd, &self.dir)?
+            }
+            TargetKind::Apache => start_apache(&self.dir, kafka, second)?,
+        };
+        self.server = Some(server);
+        self.wait_ready()
+    }
+
+    /// The `bootstrap.servers` of a client.
+    pub fn bootstrap(&self) -> String {
+        format!("127.0.0.1:{}", self.ports[0])
+    }
+
+    /// Fails with the server's output if it has exited.
+    pub fn check_alive(&mut self) -> Result<()> {
+        let Some(server) = self.server.as_mut() else {
+            bail!("the Kafka target is stopped");
+        };
+        if let Some(st) = server.exited()? {
+            bail!("{} exited ({st})\n{}", server.name, server.output_tail(60));
+        }
+        Ok(())
+    }
+
+    /// Polls a TCP connect to the Kafka port every 50 ms until READY_TIMEOUT. Apache Kafka opens
+    /// its client listener only once the broker is unfenced and serving.
+    fn wait_ready(&mut self) -> Result<()> {
+        let deadline = Instant::now() + READY_TIMEOUT;
+        let addr = ([127, 0, 0, 1], self.ports[0]).into();
+        loop {
+            self.check_alive()?;
+            let last = match TcpStream::connect_timeout(&addr, Duration::from_secs(1)) {
+                Ok(_) => return Ok(()),
+                Err(e) => e,
+            };
+            if Instant::now() >= deadline {
+                bail!(
+                    "Kafka port {} not accepting within {READY_TIMEOUT:?}: {last}\n{}",
+                    self.ports[0],
+                    self.logs()
+                );
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The tail of the server's output and where the directory is, for failure messages.
+    pub fn logs(&self) -> String {
+        let tail = self
+            .server
+            .as_ref()
+            .map(|p| p.output_tail(40))
+            .unwrap_or_default();
+        format!("{tail}\n(target dir: {})", self.dir.display())
+    }
+
+    /// Runs a scenario of `KafkaScenarios.java` against this target (`--bootstrap` is added to
+    /// `args`) and returns its result line. Fails with the scenario's output and the target's
+    /// logs unless it exits 0 with a line ending in `result=ok`, or if the target died.
+    pub fn run(&mut self, scenario: &str, args: &[(&str, &str)]) -> Result<String> {
+        self.runs += 1;
+        let run_dir = self.dir.join(format!("runs/{scenario}-{}", self.runs));
+        // A dead target fails at once, not after the client's timeouts.
+        let result = self
+            .check_alive()
+            .and_then(|()| run_scenario(&self.bootstrap(), scenario, args, &run_dir))
+            .and_then(|line| self.check_alive().map(|()| line));
+        result.with_context(|| format!("{scenario} against {:?}\n{}", self.kind, self.logs()))
+    }
+}
+
+/// Formats a fresh log directory with Kafka's storage tool and starts the broker.
+fn start_apache(dir: &Path, kafka_port: u16, controller_port: u16) -> Result<Proc> {
+    let cp = java::classpath(
+        &java::java_dir().join("kafka-broker"),
+        "kafka-broker",
+        KAFKA_VERSION,
+    )?;
+    let props = dir.join("server.properties");
+    fs::write(&props, server_properties(dir, kafka_port, controller_port))?;
+    fs::write(dir.join("log4j2.properties"), LOG4J2)?;
+    // Native compression libraries unpack themselves into java.io.tmpdir and are deleted only on
+    // a clean exit; a killed broker leaves them here, removed with the directory.
+    fs::create_dir_all(dir.join("tmp"))?;
+    let jvm = |main: &str| {
+        let mut cmd = Command::new(java::java_bin());
+        cmd.current_dir(dir)
+            .args(settings::APACHE_DEFAULT_JVM.split_whitespace())
+            .arg("-Xshare:auto")
+            .arg(format!(
+                "-Dlog4j2.configurationFile={}",
+                dir.join("log4j2.properties").display()
+            ))
+            .arg(format!("-Djava.io.tmpdir={}", dir.join("tmp").display()))
+            .arg("-cp")
+            .arg(&cp)
+            .arg(main);
+        cmd
+    };
+    // `--standalone`: a dynamic quorum whose only voter is this node
+    // (`controller.quorum.bootstrap.servers`), as Kafka 4's quickstart formats it.
+    let mut format = jvm("kafka.tools.StorageTool");
+    format
+        .args([
+            "format",
+            "--standalone",
+            "--cluster-id",
+            CLUSTER_ID,
+            "--config",
+        ])
+        .arg(&props);
+    process::run("kafka-format", format, dir, FORMAT_TIMEOUT)
+        .context("format the Apache Kafka log directory")?;
+    let mut server = jvm("kafka.Kafka");
+    server.arg(&props);
+    Proc::spawn("kafka", server, dir)
+}
+
+/// One scenario JVM, the source file launched directly against kafka-clients' classpath.
+fn run_scenario(
+    bootstrap: &str,
+    scenario: &str,
+    args: &[(&str, &str)],
+    run_dir: &Path,
+) -> Result<String> {
+    let cp = java::classpath(&client_dir(), "kafka-client", KAFKA_VERSION)?;
+    fs::create_dir_all(run_dir.join("tmp"))?;
+    let mut cmd = Command::new(java::java_bin());
+    cmd.current_dir(run_dir)
+        .args(SCENARIO_JVM)
+        .arg(format!(
+            "-Djava.io.tmpdir={}",
+            run_dir.join("tmp").display()
+        ))
+        // The client's own log (slf4j-simple, on stderr): warnings and errors only.
+        .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
+        .arg("-cp")
+        .arg(&cp)
+        .arg(client_dir().join("KafkaScenarios.java"))
+        .arg(scenario)
+        .arg("--bootstrap")
+        .arg(bootstrap);
+    for (k, v) in args {
+        cmd.arg(format!("--{k}")).arg(v);
+    }
+    let out = process::run(&format!("kafka-{scenario}"), cmd, run_dir, SCENARIO_TIMEOUT)?;
+    match out.lines().find(|l| l.ends_with("result=ok")) {
+        Some(line) => Ok(line.to_string()),
+        None => bail!("kafka-{scenario} exited 0 without a result=ok line:\n{out}"),
+    }
+}
+
+/// Marks a directory kept for inspection after a failure (the name `target.rs` uses).
+const FAILED_MARK: &str = "FAILED";
+
+impl Drop for KafkaTarget {
+    fn drop(&mut self) {
+        // Killed, not stopped: the directory goes with it unless a failure keeps it.
+        self.server.take();
+        if self.failed || thread::panicking() {
+            let _ = fs::write(self.dir.join(FAILED_MARK), b"");
+            eprintln!(
+                "kept the Kafka target dir {} for inspection",
+                self.dir.display()
+            );
+        } else if !settings::keep_dirs() {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poms_pin_the_kafka_version() {
+        let pin = format!("<kafka.version>{KAFKA_VERSION}</kafka.version>");
+        for pom in ["kafka/pom.xml", "kafka-broker/pom.xml"] {
+            let text = fs::read_to_string(java::java_dir().join(pom)).unwrap();
+            assert!(text.contains(&pin), "{pom} does not pin {pin}");
+        }
+    }
+
+    #[test]
+    fn free_ports_are_distinct() {
+        let mut ports = free_ports::<3>().unwrap().to_vec();
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), 3);
+    }
+}

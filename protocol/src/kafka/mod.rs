@@ -1,0 +1,259 @@
+//! The Kafka wire protocol, the subset Skiff serves: frames, request headers, the APIs and
+//! versions Skiff advertises, and record batches ([`records`]).
+//!
+//! A frame is a 4-byte big-endian size and that many bytes ([`frame_codec`] cuts them, refusing
+//! sizes over the listener's limit before buffering). A request frame starts with a header
+//! (api key, api version, correlation id, client id, and tagged fields for flexible versions);
+//! its body's schema depends on the key and version. [`decode_request`] reads both, using the
+//! `kafka-protocol` crate for the message schemas after `guard` has checked the body's array
+//! counts, and [`encode_response`] writes a reply with the response header version the request's
+//! version calls for (v0 always for ApiVersions, KIP-511).
+//!
+//! Only what Skiff serves is advertised ([`SERVED`]). A request of another key or version
+//! closes the connection, as Kafka does, except ApiVersions at a newer version than Skiff's,
+//! which gets Kafka's v0 answer (UNSUPPORTED_VERSION with Skiff's range) so that the client
+//! retries at a version both know.
+//!
+//! This module knows no broker: which topics exist and what a fetch returns are the server's.
+
+mod guard;
+pub mod records;
+
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::messages::api_versions_response::ApiVersion;
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, ApiVersionsResponse, FetchRequest, FetchResponse,
+    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest,
+    ProduceResponse, RequestHeader, ResponseHeader,
+};
+use kafka_protocol::protocol::{Decodable, Encodable};
+use tokio_util::codec::LengthDelimitedCodec;
+
+pub use kafka_protocol::messages as schema;
+pub use kafka_protocol::protocol::StrBytes;
+
+/// The APIs Skiff serves with the versions it advertises (min, max). Produce starts at 0 as
+/// Kafka 4 advertises it (librdkafka before 2.11.1 enables compression only when v0 is in the
+/// range); v0–2 carry message sets of magic 0/1, which are refused. The maxima stay below the
+/// versions that name topics by id.
+pub const SERVED: [(ApiKey, i16, i16); 5] = [
+    (ApiKey::Produce, 0, 11),
+    (ApiKey::Fetch, 4, 12),
+    (ApiKey::ListOffsets, 1, 7),
+    (ApiKey::Metadata, 0, 12),
+    (ApiKey::ApiVersions, 0, 4),
+];
+
+/// Kafka error codes Skiff answers with.
+pub mod error {
+    pub const NONE: i16 = 0;
+    pub const OFFSET_OUT_OF_RANGE: i16 = 1;
+    pub const CORRUPT_MESSAGE: i16 = 2;
+    pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
+    pub const LEADER_NOT_AVAILABLE: i16 = 5;
+    pub const REQUEST_TIMED_OUT: i16 = 7;
+    pub const MESSAGE_TOO_LARGE: i16 = 10;
+    pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
+    pub const NOT_ENOUGH_REPLICAS: i16 = 19;
+    pub const INVALID_REQUIRED_ACKS: i16 = 21;
+    pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+    pub const UNSUPPORTED_VERSION: i16 = 35;
+    pub const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
+    pub const KAFKA_STORAGE_ERROR: i16 = 56;
+    pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+    pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+    pub const INVALID_RECORD: i16 = 87;
+}
+
+/// Largest frame of any API but Produce: the others are a few hundred bytes, and a decoded
+/// request takes several times its frame's size.
+pub const MAX_NON_PRODUCE_FRAME: usize = 1 << 20;
+
+/// Cuts the byte stream into frames of at most `max_frame_len` bytes (Kafka's
+/// `socket.request.max.bytes`); a longer one is an error, reported before it is buffered.
+pub fn frame_codec(max_frame_len: usize) -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .length_field_length(4)
+        .max_frame_length(max_frame_len)
+        .new_codec()
+}
+
+/// A request Skiff serves, decoded.
+#[derive(Debug)]
+pub enum Request {
+    ApiVersions(ApiVersionsRequest),
+    Metadata(MetadataRequest),
+    Produce(ProduceRequest),
+    Fetch(FetchRequest),
+    ListOffsets(ListOffsetsRequest),
+}
+
+/// A response to one of the [`Request`]s.
+#[derive(Debug)]
+pub enum Response {
+    ApiVersions(ApiVersionsResponse),
+    Metadata(MetadataResponse),
+    Produce(ProduceResponse),
+    Fetch(FetchResponse),
+    ListOffsets(ListOffsetsResponse),
+}
+
+/// What a response needs of its request: which schema and version, and the correlation id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ReplyTo {
+    pub api_key: ApiKey,
+    pub version: i16,
+    pub correlation_id: i32,
+}
+
+/// A decoded request frame.
+#[derive(Debug)]
+pub enum Decoded {
+    Request {
+        reply_to: ReplyTo,
+        client_id: Option<String>,
+        /// Boxed: a decoded request is a few hundred bytes, the other variant a few.
+        request: Box<Request>,
+    },
+    /// ApiVersions at a version above Skiff's: answer [`api_versions_too_new`] (`reply_to` is
+    /// already set to version 0).
+    ApiVersionsTooNew { reply_to: ReplyTo },
+}
+
+/// A frame the connection cannot go on after; it is closed.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    #[error("API key {0} is not served")]
+    UnknownApi(i16),
+    #[error("{api:?} version {version} is not served")]
+    UnsupportedVersion { api: ApiKey, version: i16 },
+    #[error("{api:?} request of {len} bytes is over the {MAX_NON_PRODUCE_FRAME}-byte limit")]
+    TooLong { api: ApiKey, len: usize },
+    #[error("malformed request: {0}")]
+    Malformed(String),
+}
+
+/// The advertised range of `api_key`, if Skiff serves it.
+pub fn served(api_key: ApiKey) -> Option<(i16, i16)> {
+    SERVED
+        .iter()
+        .find(|(key, _, _)| *key == api_key)
+        .map(|(_, min, max)| (*min, *max))
+}
+
+/// Decodes one frame (without its size prefix).
+pub fn decode_request(frame: Bytes) -> Result<Decoded, DecodeError> {
+    if frame.len() < 8 {
+        return Err(DecodeError::Malformed(format!(
+            "a frame of {} bytes has no header",
+            frame.len()
+        )));
+    }
+    let key = (&frame[0..2]).get_i16();
+    let version = (&frame[2..4]).get_i16();
+    let api = ApiKey::try_from(key).map_err(|()| DecodeError::UnknownApi(key))?;
+    let (min, max) = served(api).ok_or(DecodeError::UnknownApi(key))?;
+    if api == ApiKey::ApiVersions && version > max {
+        return Ok(Decoded::ApiVersionsTooNew {
+            reply_to: ReplyTo {
+                api_key: api,
+                version: 0,
+                correlation_id: (&frame[4..8]).get_i32(),
+            },
+        });
+    }
+    // Produce v0-2 would carry message sets of magic 0 or 1.
+    if version < min.max(if api == ApiKey::Produce { 3 } else { 0 }) || version > max {
+        return Err(DecodeError::UnsupportedVersion { api, version });
+    }
+    if api != ApiKey::Produce && frame.len() > MAX_NON_PRODUCE_FRAME {
+        return Err(DecodeError::TooLong {
+            api,
+            len: frame.len(),
+        });
+    }
+    let malformed =
+        |err: anyhow::Error| DecodeError::Malformed(format!("{api:?} v{version}: {err}"));
+    let mut buf = frame;
+    let header =
+        RequestHeader::decode(&mut buf, api.request_header_version(version)).map_err(malformed)?;
+    guard::check(api, version, &buf)
+        .map_err(|why| DecodeError::Malformed(format!("{api:?} v{version}: {why}")))?;
+    let request = match api {
+        ApiKey::ApiVersions => {
+            Request::ApiVersions(ApiVersionsRequest::decode(&mut buf, version).map_err(malformed)?)
+        }
+        ApiKey::Metadata => {
+            Request::Metadata(MetadataRequest::decode(&mut buf, version).map_err(malformed)?)
+        }
+        ApiKey::Produce => {
+            Request::Produce(ProduceRequest::decode(&mut buf, version).map_err(malformed)?)
+        }
+        ApiKey::Fetch => {
+            Request::Fetch(FetchRequest::decode(&mut buf, version).map_err(malformed)?)
+        }
+        ApiKey::ListOffsets => {
+            Request::ListOffsets(ListOffsetsRequest::decode(&mut buf, version).map_err(malformed)?)
+        }
+        _ => return Err(DecodeError::UnknownApi(key)),
+    };
+    Ok(Decoded::Request {
+        reply_to: ReplyTo {
+            api_key: api,
+            version,
+            correlation_id: header.correlation_id,
+        },
+        client_id: header.client_id.map(|id| id.to_string()),
+        request: Box::new(request),
+    })
+}
+
+/// The ApiVersions answer: every served API with its range, error 0.
+pub fn api_versions() -> ApiVersionsResponse {
+    let mut response = ApiVersionsResponse::default();
+    response.api_keys = SERVED
+        .iter()
+        .map(|(key, min, max)| {
+            ApiVersion::default()
+                .with_api_key(*key as i16)
+                .with_min_version(*min)
+                .with_max_version(*max)
+        })
+        .collect();
+    response
+}
+
+/// Kafka's answer to an ApiVersions request newer than the broker's: UNSUPPORTED_VERSION with
+/// only ApiVersions' own range, encoded at version 0.
+pub fn api_versions_too_new() -> ApiVersionsResponse {
+    let (min, max) = served(ApiKey::ApiVersions).expect("ApiVersions is served");
+    let mut response = ApiVersionsResponse::default();
+    response.error_code = error::UNSUPPORTED_VERSION;
+    response.api_keys = vec![ApiVersion::default()
+        .with_api_key(ApiKey::ApiVersions as i16)
+        .with_min_version(min)
+        .with_max_version(max)];
+    response
+}
+
+/// Encodes a response frame (without its size prefix: [`frame_codec`] writes it).
+pub fn encode_response(reply_to: &ReplyTo, response: &Response) -> Result<Bytes, String> {
+    let mut buf = BytesMut::new();
+    let version = reply_to.version;
+    let header = ResponseHeader::default().with_correlation_id(reply_to.correlation_id);
+    header
+        .encode(&mut buf, reply_to.api_key.response_header_version(version))
+        .map_err(|err| err.to_string())?;
+    let body = match response {
+        Response::ApiVersions(r) => r.encode(&mut buf, version),
+        Response::Metadata(r) => r.encode(&mut buf, version),
+        Response::Produce(r) => r.encode(&mut buf, version),
+        Response::Fetch(r) => r.encode(&mut buf, version),
+        Response::ListOffsets(r) => r.encode(&mut buf, version),
+    };
+    body.map_err(|err| format!("{:?} v{version}: {err}", reply_to.api_key))?;
+    Ok(buf.freeze())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,320 @@
+//! Fetch and ListOffsets: a partition's offsets are its queue's, dense from the queue's minimum
+//! offset (the log start) to its maximum (the high watermark, the next offset to be written).
+//!
+//! A fetch reads each partition's messages from its offset, within the partition's and the
+//! request's byte limits (always at least one record, as KIP-74 asks, so a record larger than the
+//! limits cannot stall a consumer), and sends them as one uncompressed record batch per partition.
+//! An offset outside [log start, high watermark] is OFFSET_OUT_OF_RANGE; at the high watermark
+//! the partition is just empty. When fewer than `minBytes` are found the fetch is held until a
+//! message arrives on one of its partitions or `maxWaitMs` passes (at most
+//! `brokerSuspendMaxTimeMillis`), then read again.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use skiff_model::keyed::KeyedRecord;
+use skiff_model::message::Properties;
+use skiff_model::record::Record;
+use skiff_protocol::kafka::records::{self, BATCH_HEADER_LEN};
+use skiff_protocol::kafka::schema::fetch_response::{FetchableTopicResponse, PartitionData};
+use skiff_protocol::kafka::schema::list_offsets_response::{
+    ListOffsetsPartitionResponse, ListOffsetsTopicResponse,
+};
+use skiff_protocol::kafka::schema::{
+    FetchRequest, FetchResponse, ListOffsetsRequest, ListOffsetsResponse,
+};
+use skiff_protocol::kafka::{error, Response};
+
+use super::metadata::partitions;
+use super::Answer;
+use crate::broker::BrokerState;
+
+/// Messages read from the store per call; a fetch reads again until its byte limit.
+const READ_BATCH: i32 = 256;
+
+pub(super) fn handle(state: &Arc<BrokerState>, request: FetchRequest) -> Answer {
+    let cold = request.topics.iter().any(|topic| {
+        topic.partitions.iter().any(|p| {
+            state
+                .store
+                .is_cold_read(&topic.topic.0, p.partition, p.fetch_offset)
+        })
+    });
+    if cold {
+        return read_cold(state, request);
+    }
+    let (response, found) = read(state, &request);
+    let max_wait = u64::try_from(request.max_wait_ms)
+        .unwrap_or(0)
+        .min(state.config.broker_suspend_max_time_millis);
+    let satisfied = found >= usize::try_from(request.min_bytes).unwrap_or(0).max(1);
+    if satisfied || max_wait == 0 || has_errors(&response) {
+        return Answer::Now(Response::Fetch(response));
+    }
+    // Hold on every partition; read again at the first arrival or at the deadline.
+    let holds: Vec<_> = request
+        .topics
+        .iter()
+        .flat_map(|topic| {
+            let name = topic.topic.0.to_string();
+            topic
+                .partitions
+                .iter()
+                .map(move |p| (name.clone(), p.partition, p.fetch_offset))
+        })
+        .map(|(topic, partition, offset)| {
+            let arrived = state.store.max_offset_in_queue(&topic, partition) > offset;
+            (arrived, state.pull_holds.hold(&topic, partition, offset))
+        })
+        .collect();
+    // A message may have come between the read and the holds.
+    let arrived_meanwhile = holds.iter().any(|(arrived, _)| *arrived);
+    let state = state.clone();
+    Answer::Later(Box::pin(async move {
+        if !arrived_meanwhile {
+            let wakeups = holds.into_iter().map(|(_, wakeup)| wakeup);
+            let _ = tokio::time::timeout(
+                Duration::from_millis(max_wait),
+                futures::future::select_all(wakeups),
+            )
+            .await;
+        }
+        Response::Fetch(read(&state, &request).0)
+    }))
+}
+
+/// A fetch of data far behind the writer (a consumer catching up): read on a blocking thread, as
+/// a RocketMQ pull of cold data is (`pull::read_cold`), so its page faults stall no tokio worker.
+/// Cold data exists, so it is not held.
+fn read_cold(state: &Arc<BrokerState>, request: FetchRequest) -> Answer {
+    let state = state.clone();
+    Answer::Later(Box::pin(async move {
+        let permit = Arc::clone(&state.cold_reads).acquire_owned().await;
+        let read = tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            read(&state, &request).0
+        });
+        match read.await {
+            Ok(response) => Response::Fetch(response),
+            Err(_) => {
+                let mut response = FetchResponse::default();
+                response.error_code = error::UNKNOWN_SERVER_ERROR;
+                Response::Fetch(response)
+            }
+        }
+    }))
+}
+
+fn has_errors(response: &FetchResponse) -> bool {
+    response
+        .responses
+        .iter()
+        .flat_map(|t| &t.partitions)
+        .any(|p| p.error_code != error::NONE)
+}
+
+/// Reads every partition of the fetch; also returns the record bytes found.
+fn read(state: &BrokerState, request: &FetchRequest) -> (FetchResponse, usize) {
+    let mut budget = usize::try_from(request.max_bytes).unwrap_or(0);
+    let mut found = 0;
+    let mut topics = Vec::with_capacity(request.topics.len());
+    for topic in &request.topics {
+        let name = topic.topic.0.to_string();
+        let config = state.topics.get(&name);
+        let partitions = topic
+            .partitions
+            .iter()
+            .map(|p| {
+                let index = p.partition;
+                let known = config
+                    .as_ref()
+                    .is_some_and(|c| (0..partitions(c)).contains(&index));
+                if !known {
+                    return PartitionData::default()
+                        .with_partition_index(index)
+                        .with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
+                        .with_high_watermark(-1)
+                        .with_last_stable_offset(-1)
+                        .with_log_start_offset(-1);
+                }
+                let log_start = state.store.min_offset_in_queue(&name, index);
+                let high_watermark = state.store.max_offset_in_queue(&name, index);
+                let data = PartitionData::default()
+                    .with_partition_index(index)
+                    .with_high_watermark(high_watermark)
+                    // No transactions: everything below the high watermark is stable.
+                    .with_last_stable_offset(high_watermark)
+                    .with_log_start_offset(log_start)
+                    .with_aborted_transactions(Some(Vec::new()))
+                    .with_preferred_read_replica((-1).into());
+                if p.fetch_offset < log_start || p.fetch_offset > high_watermark {
+                    return data.with_error_code(error::OFFSET_OUT_OF_RANGE);
+                }
+                // KIP-74: the first record goes out even past the limits.
+                let limit = usize::try_from(p.partition_max_bytes)
+                    .unwrap_or(0)
+                    .min(budget);
+                let batch =
+                    read_partition(state, &name, index, p.fetch_offset, high_watermark, limit);
+                found += batch.len();
+                budget = budget.saturating_sub(batch.len());
+                data.with_records(Some(batch))
+            })
+            .collect();
+        topics.push(
+            FetchableTopicResponse::default()
+                .with_topic(topic.topic.clone())
+                .with_partitions(partitions),
+        );
+    }
+    let mut response = FetchResponse::default();
+    response.responses = topics;
+    (response, found)
+}
+
+/// The records of a queue from `offset`, as one batch of at most `limit` bytes (one record at
+/// least), or nothing at the high watermark.
+fn read_partition(
+    state: &BrokerState,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    high_watermark: i64,
+    limit: usize,
+) -> Bytes {
+    let mut records: Vec<KeyedRecord> = Vec::new();
+    let mut size = BATCH_HEADER_LEN;
+    let mut next = offset;
+    let mut base_timestamp = 0;
+    'reading: while next < high_watermark {
+        let result =
+            state
+                .store
+                .get_messages(topic, queue_id, next, READ_BATCH, limit.max(1), &|_| true);
+        if result.messages.is_empty() {
+            break;
+        }
+        for message in &result.messages {
+            let Ok(stored) = Record::decode(message, false) else {
+                break 'reading;
+            };
+            // Offsets in a batch are consecutive from its base.
+            if stored.queue_offset != next {
+                break 'reading;
+            }
+            let record = KeyedRecord::from_message(
+                stored.born_timestamp,
+                Bytes::copy_from_slice(stored.body),
+                &Properties::decode_bytes(stored.properties),
+            );
+            if records.is_empty() {
+                base_timestamp = record.timestamp;
+            }
+            let len = records::encoded_record_len(
+                &record,
+                next - offset,
+                record.timestamp.wrapping_sub(base_timestamp),
+            );
+            if !records.is_empty() && size + len > limit {
+                break 'reading;
+            }
+            size += len;
+            records.push(record);
+            next += 1;
+        }
+    }
+    if records.is_empty() {
+        return Bytes::new();
+    }
+    state.stats.messages_got(records.len() as u64);
+    let mut out = BytesMut::with_capacity(size);
+    records::encode_batch(&mut out, offset, &records);
+    out.freeze()
+}
+
+/// ListOffsets: -2 is the log start, -1 the high watermark, -3 the last record (whose timestamp
+/// Skiff takes as the largest), and a time the first record at or after it.
+pub(super) fn list_offsets(state: &Arc<BrokerState>, request: ListOffsetsRequest) -> Answer {
+    let topics = request
+        .topics
+        .into_iter()
+        .map(|topic| {
+            let name = topic.name.0.to_string();
+            let config = state.topics.get(&name);
+            let partitions = topic
+                .partitions
+                .into_iter()
+                .map(|p| {
+                    let index = p.partition_index;
+                    let answer = ListOffsetsPartitionResponse::default()
+                        .with_partition_index(index)
+                        .with_leader_epoch(-1);
+                    let known = config
+                        .as_ref()
+                        .is_some_and(|c| (0..partitions(c)).contains(&index));
+                    if !known {
+                        return answer
+                            .with_error_code(error::UNKNOWN_TOPIC_OR_PARTITION)
+                            .with_timestamp(-1)
+                            .with_offset(-1);
+                    }
+                    let (offset, timestamp) = match p.timestamp {
+                        -2 => (state.store.min_offset_in_queue(&name, index), -1),
+                        -1 => (state.store.max_offset_in_queue(&name, index), -1),
+                        -3 => last_record(state, &name, index),
+                        time => first_at_or_after(state, &name, index, time),
+                    };
+                    answer.with_offset(offset).with_timestamp(timestamp)
+                })
+                .collect();
+            ListOffsetsTopicResponse::default()
+                .with_name(topic.name)
+                .with_partitions(partitions)
+        })
+        .collect();
+    let mut response = ListOffsetsResponse::default();
+    response.topics = topics;
+    Answer::Now(Response::ListOffsets(response))
+}
+
+/// The record timestamp (born time) at `offset`, if the record is there.
+fn timestamp_at(state: &BrokerState, topic: &str, queue_id: i32, offset: i64) -> Option<i64> {
+    let entry = state.store.queue_entry(topic, queue_id, offset)?;
+    let record = entry.record?;
+    Record::decode(&record, false)
+        .ok()
+        .map(|r| r.born_timestamp)
+}
+
+fn last_record(state: &BrokerState, topic: &str, queue_id: i32) -> (i64, i64) {
+    let end = state.store.max_offset_in_queue(topic, queue_id);
+    match timestamp_at(state, topic, queue_id, end - 1) {
+        Some(timestamp) if end > 0 => (end - 1, timestamp),
+        _ => (-1, -1),
+    }
+}
+
+/// The first offset whose record's timestamp is at or after `time`, and that timestamp; (-1, -1)
+/// when none is. A binary search over the queue: exact when producers' timestamps grow with the
+/// offsets, as one producer's do.
+fn first_at_or_after(state: &BrokerState, topic: &str, queue_id: i32, time: i64) -> (i64, i64) {
+    let (mut low, mut high) = (
+        state.store.min_offset_in_queue(topic, queue_id),
+        state.store.max_offset_in_queue(topic, queue_id),
+    );
+    // Invariant: every offset below `low` is before `time`; `high` is at or after it (or the end).
+    while low < high {
+        let middle = low + (high - low) / 2;
+        match timestamp_at(state, topic, queue_id, middle) {
+            Some(timestamp) if timestamp < time => low = middle + 1,
+            Some(_) => high = middle,
+            // A hole (deleted data): search above it.
+            None => low = middle + 1,
+        }
+    }
+    match timestamp_at(state, topic, queue_id, low) {
+        Some(timestamp) => (low, timestamp),
+        None => (-1, -1),
+    }
+}

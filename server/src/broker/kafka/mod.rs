@@ -1,0 +1,263 @@
+//! The Kafka listener (`kafkaListen`): Kafka clients produce to and fetch from the broker's
+//! topics, a Kafka partition being a RocketMQ queue of the same id, and a record a message
+//! (`skiff_model::keyed` has the mapping).
+//!
+//! A connection's frames are decoded by `skiff_protocol::kafka` and answered **in request
+//! order**, as Kafka clients require: each request takes a slot in the connection's reply queue
+//! when it arrives, and the writer sends the slots in that order as their answers are ready, so
+//! a fetch held for new data delays the replies behind it, never reorders them. Produce appends
+//! on the reader, in arrival order; a produce waiting for a sync flush and a held fetch finish on
+//! tasks of their own, dropped when the connection closes. A request with `acks=0` takes no slot:
+//! it gets no answer at all. The slots bound what a client can have in progress
+//! (`serverMaxInFlightRequests`): past that the reader stops reading its socket.
+//!
+//! Served: ApiVersions, Metadata (with auto-creation), Produce, Fetch (long polling) and
+//! ListOffsets; `docs/kafka.md` lists versions and what is not served yet.
+
+mod fetch;
+mod metadata;
+mod produce;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use skiff_protocol::kafka::{self, Decoded, ReplyTo, Request, Response};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use tracing::{debug, info, warn};
+
+use super::BrokerState;
+use crate::net::{Activity, Connection, Front};
+
+/// The node id Skiff's broker has in Kafka's metadata (leader, replicas and controller).
+pub(super) const NODE_ID: i32 = 0;
+
+/// The Kafka front of a broker.
+pub(crate) struct KafkaFront {
+    state: Arc<BrokerState>,
+    /// Host and port Kafka clients are told to connect to.
+    advertised: (String, u16),
+}
+
+impl KafkaFront {
+    pub(super) fn new(state: Arc<BrokerState>, advertised: (String, u16)) -> Self {
+        KafkaFront { state, advertised }
+    }
+}
+
+/// A response still being worked out.
+type Pending = Pin<Box<dyn Future<Output = Response> + Send + 'static>>;
+
+/// How a handler answered.
+pub(super) enum Answer {
+    Now(Response),
+    Later(Pending),
+    /// Produce with `acks=0`.
+    Nothing,
+}
+
+/// One slot of a connection's reply queue.
+enum Slot {
+    Ready(Bytes),
+    Waiting(oneshot::Receiver<Bytes>),
+}
+
+impl Front for KafkaFront {
+    async fn serve_connection<R, W>(self: Arc<Self>, read: R, write: W, conn: Connection)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let Connection {
+            peer,
+            opened,
+            limits,
+            shutdown,
+        } = conn;
+        let mut frames = FramedRead::new(read, kafka::frame_codec(limits.max_frame_len));
+        let (slots, queue) = mpsc::channel(limits.max_in_flight.max(1));
+        let closed = CancellationToken::new();
+        let activity = Arc::new(Activity::new(opened));
+        let writer = tokio::spawn(write_in_order(
+            FramedWrite::new(write, kafka::frame_codec(limits.max_frame_len)),
+            queue,
+            closed.clone(),
+            activity.clone(),
+        ));
+        let tasks = TaskTracker::new();
+        debug!(%peer, "Kafka connection opened");
+        loop {
+            let idle_at = activity.idle_at(limits.idle_timeout);
+            let frame = tokio::select! {
+                _ = closed.cancelled() => break,
+                _ = shutdown.cancelled() => break,
+                _ = tokio::time::sleep_until(idle_at.into()) => {
+                    if activity.idle_at(limits.idle_timeout) <= Instant::now() {
+                        info!(%peer, idle = ?limits.idle_timeout, "closing an idle Kafka connection (serverChannelMaxIdleTimeSeconds)");
+                        break;
+                    }
+                    continue;
+                }
+                frame = frames.next() => frame,
+            };
+            let frame = match frame {
+                Some(Ok(frame)) => frame.freeze(),
+                Some(Err(err)) => {
+                    info!(%peer, %err, "closing a Kafka connection after a bad frame");
+                    break;
+                }
+                None => break,
+            };
+            activity.touch();
+            let (reply_to, answer) = match kafka::decode_request(frame) {
+                Ok(Decoded::Request {
+                    reply_to, request, ..
+                }) => (reply_to, self.handle(peer, reply_to, *request)),
+                Ok(Decoded::ApiVersionsTooNew { reply_to }) => (
+                    reply_to,
+                    Answer::Now(Response::ApiVersions(kafka::api_versions_too_new())),
+                ),
+                Err(err) => {
+                    info!(%peer, %err, "closing a Kafka connection after a request Skiff does not serve");
+                    break;
+                }
+            };
+            let slot = match answer {
+                Answer::Nothing => continue,
+                Answer::Now(response) => match encode(&reply_to, &response) {
+                    Some(bytes) => Slot::Ready(bytes),
+                    None => break,
+                },
+                Answer::Later(pending) => {
+                    let (tx, rx) = oneshot::channel();
+                    let closed = closed.clone();
+                    tasks.spawn(async move {
+                        let response = tokio::select! {
+                            response = pending => response,
+                            _ = closed.cancelled() => return,
+                        };
+                        match encode(&reply_to, &response) {
+                            Some(bytes) => {
+                                let _ = tx.send(bytes);
+                            }
+                            // The writer finds the slot dropped and closes the connection.
+                            None => drop(tx),
+                        }
+                    });
+                    Slot::Waiting(rx)
+                }
+            };
+            // Waits while the client has `max_in_flight` answers outstanding.
+            let sent = tokio::select! {
+                sent = slots.send(slot) => sent.is_ok(),
+                _ = closed.cancelled() => false,
+            };
+            if !sent {
+                break;
+            }
+        }
+        tasks.close();
+        drop(slots);
+        if shutdown.is_cancelled() {
+            // Answers already promised (a produce waiting for its flush) still go out.
+            let _ = tokio::time::timeout(crate::net::DRAIN_TIMEOUT, tasks.wait()).await;
+        } else {
+            // The client left or broke the protocol: what it waits for (a held fetch) is dropped.
+            closed.cancel();
+        }
+        let _ = writer.await;
+        closed.cancel();
+        debug!(%peer, "Kafka connection closed");
+    }
+}
+
+impl KafkaFront {
+    fn handle(&self, peer: SocketAddr, reply_to: ReplyTo, request: Request) -> Answer {
+        let state = &self.state;
+        match request {
+            Request::ApiVersions(_) => Answer::Now(Response::ApiVersions(kafka::api_versions())),
+            Request::Metadata(request) => {
+                metadata::handle(state, &self.advertised, reply_to.version, request)
+            }
+            Request::Produce(request) => produce::handle(state, peer, request),
+            Request::Fetch(request) => fetch::handle(state, request),
+            Request::ListOffsets(request) => fetch::list_offsets(state, request),
+        }
+    }
+}
+
+fn encode(reply_to: &ReplyTo, response: &Response) -> Option<Bytes> {
+    match kafka::encode_response(reply_to, response) {
+        Ok(bytes) => Some(bytes),
+        Err(err) => {
+            // A response Skiff built that its schema cannot carry: a bug, not the client's.
+            warn!(%err, "cannot encode a Kafka response; closing the connection");
+            None
+        }
+    }
+}
+
+/// Writes the reply queue's slots in order, flushing when no ready answer is left.
+async fn write_in_order<W: AsyncWrite + Unpin>(
+    mut sink: FramedWrite<W, tokio_util::codec::LengthDelimitedCodec>,
+    mut queue: mpsc::Receiver<Slot>,
+    closed: CancellationToken,
+    activity: Arc<Activity>,
+) {
+    let mut dirty = false;
+    loop {
+        let slot = match queue.try_recv() {
+            Ok(slot) => slot,
+            Err(_) => {
+                if dirty {
+                    if SinkExt::<Bytes>::flush(&mut sink).await.is_err() {
+                        break;
+                    }
+                    activity.touch();
+                    dirty = false;
+                }
+                let next = tokio::select! {
+                    _ = closed.cancelled() => break,
+                    slot = queue.recv() => slot,
+                };
+                match next {
+                    Some(slot) => slot,
+                    None => break,
+                }
+            }
+        };
+        let bytes = match slot {
+            Slot::Ready(bytes) => bytes,
+            Slot::Waiting(answer) => {
+                if dirty && SinkExt::<Bytes>::flush(&mut sink).await.is_err() {
+                    break;
+                }
+                dirty = false;
+                let answer = tokio::select! {
+                    _ = closed.cancelled() => break,
+                    answer = answer => answer,
+                };
+                match answer {
+                    Ok(bytes) => bytes,
+                    Err(_) => break,
+                }
+            }
+        };
+        if sink.feed(bytes).await.is_err() {
+            break;
+        }
+        dirty = true;
+    }
+    if dirty {
+        let _ = SinkExt::<Bytes>::flush(&mut sink).await;
+    }
+    closed.cancel();
+}

@@ -1,0 +1,231 @@
+//! Produce: each partition's record batches become messages of the queue with that id, appended
+//! under one store lock so that a batch's records get consecutive offsets, and on the
+//! connection's reader so that batches keep their arrival order.
+//!
+//! The answer waits for what the broker's flush mode promises (`SYNC_FLUSH`: the disk), whatever
+//! `acks` (1 or -1) says: with one replica both mean "stored as the broker stores". `acks=0`
+//! gets no answer. Errors are per partition, with Kafka's codes.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use futures::future::join_all;
+use skiff_model::message::{keys, Properties};
+use skiff_model::route::perm;
+use skiff_model::topic;
+use skiff_protocol::kafka::records::{self, RecordsError};
+use skiff_protocol::kafka::schema::produce_response::{
+    PartitionProduceResponse, TopicProduceResponse,
+};
+use skiff_protocol::kafka::schema::{ProduceRequest, ProduceResponse};
+use skiff_protocol::kafka::{error, Response, StrBytes};
+use skiff_store::{MessageToStore, Put, PutError, PutStatus};
+
+use super::metadata::partitions;
+use super::Answer;
+use crate::broker::{now_millis, send, BrokerState};
+
+/// Most bytes one batch may decompress to.
+const MAX_UNCOMPRESSED_BATCH: usize = 64 << 20;
+
+/// One partition's outcome: known now, or once the store has flushed.
+enum Outcome {
+    Done(PartitionProduceResponse),
+    Flushing(i32, skiff_store::FlushWait),
+}
+
+pub(super) fn handle(
+    state: &Arc<BrokerState>,
+    peer: SocketAddr,
+    request: ProduceRequest,
+) -> Answer {
+    let acks = request.acks;
+    let mut topics = Vec::with_capacity(request.topic_data.len());
+    for data in request.topic_data {
+        let name = data.name.0.to_string();
+        let outcomes: Vec<Outcome> = data
+            .partition_data
+            .into_iter()
+            .map(|partition| {
+                if !matches!(acks, -1..=1) {
+                    return Outcome::Done(failed(partition.index, error::INVALID_REQUIRED_ACKS));
+                }
+                append(state, peer, &name, partition.index, partition.records)
+            })
+            .collect();
+        topics.push((data.name, outcomes));
+    }
+    if acks == 0 {
+        return Answer::Nothing;
+    }
+    let flushing = topics
+        .iter()
+        .any(|(_, outcomes)| outcomes.iter().any(|o| matches!(o, Outcome::Flushing(..))));
+    if !flushing {
+        let topics = topics
+            .into_iter()
+            .map(|(name, outcomes)| {
+                let partitions = outcomes
+                    .into_iter()
+                    .map(|outcome| match outcome {
+                        Outcome::Done(response) => response,
+                        Outcome::Flushing(..) => unreachable!("checked above"),
+                    })
+                    .collect();
+                TopicProduceResponse::default()
+                    .with_name(name)
+                    .with_partition_responses(partitions)
+            })
+            .collect();
+        return Answer::Now(response(topics));
+    }
+    let state = state.clone();
+    Answer::Later(Box::pin(async move {
+        let mut answered = Vec::with_capacity(topics.len());
+        for (name, outcomes) in topics {
+            let partitions = join_all(outcomes.into_iter().map(|outcome| async {
+                match outcome {
+                    Outcome::Done(response) => response,
+                    Outcome::Flushing(index, wait) => {
+                        let result = wait.wait().await;
+                        let base = result.messages.first().map_or(0, |m| m.queue_offset);
+                        match result.status {
+                            PutStatus::Ok => stored(&state, &name.0, index, base),
+                            // Stored, not on disk in time: the producer retries (at least once).
+                            PutStatus::FlushDiskTimeout => failed(index, error::REQUEST_TIMED_OUT),
+                        }
+                    }
+                }
+            }))
+            .await;
+            answered.push(
+                TopicProduceResponse::default()
+                    .with_name(name)
+                    .with_partition_responses(partitions),
+            );
+        }
+        response(answered)
+    }))
+}
+
+fn response(topics: Vec<TopicProduceResponse>) -> Response {
+    let mut response = ProduceResponse::default();
+    response.responses = topics;
+    Response::Produce(response)
+}
+
+fn failed(index: i32, code: i16) -> PartitionProduceResponse {
+    PartitionProduceResponse::default()
+        .with_index(index)
+        .with_error_code(code)
+        .with_base_offset(-1)
+        .with_log_append_time_ms(-1)
+        .with_log_start_offset(-1)
+}
+
+fn stored(
+    state: &BrokerState,
+    topic: &str,
+    index: i32,
+    base_offset: i64,
+) -> PartitionProduceResponse {
+    PartitionProduceResponse::default()
+        .with_index(index)
+        .with_base_offset(base_offset)
+        // CreateTime topics: the records keep the producer's timestamps.
+        .with_log_append_time_ms(-1)
+        .with_log_start_offset(state.store.min_offset_in_queue(topic, index))
+}
+
+fn append(
+    state: &BrokerState,
+    peer: SocketAddr,
+    topic: &str,
+    index: i32,
+    records: Option<bytes::Bytes>,
+) -> Outcome {
+    let refused = |code| Outcome::Done(failed(index, code));
+    if !perm::is_writeable(state.permission()) {
+        return refused(error::NOT_ENOUGH_REPLICAS);
+    }
+    if topic::is_not_allowed_send_topic(topic) {
+        return refused(error::TOPIC_AUTHORIZATION_FAILED);
+    }
+    let Some(config) = state.topics.get(topic) else {
+        return refused(error::UNKNOWN_TOPIC_OR_PARTITION);
+    };
+    if !(0..partitions(&config)).contains(&index) {
+        return refused(error::UNKNOWN_TOPIC_OR_PARTITION);
+    }
+    if !perm::is_writeable(config.perm) {
+        return refused(error::TOPIC_AUTHORIZATION_FAILED);
+    }
+    let batches = match records::decode_batches(records.unwrap_or_default(), MAX_UNCOMPRESSED_BATCH)
+    {
+        Ok(batches) => batches,
+        Err(err) => {
+            let code = match err {
+                RecordsError::Corrupt(_) => error::CORRUPT_MESSAGE,
+                RecordsError::Magic(_) => error::UNSUPPORTED_FOR_MESSAGE_FORMAT,
+                RecordsError::Compression(_) => error::UNSUPPORTED_COMPRESSION_TYPE,
+                RecordsError::Invalid(_) => error::INVALID_RECORD,
+                RecordsError::TooLarge(_) => error::MESSAGE_TOO_LARGE,
+            };
+            let mut response = failed(index, code);
+            response.error_message = Some(StrBytes::from_string(err.to_string()));
+            return Outcome::Done(response);
+        }
+    };
+    let uniq_ids = send::uniq_id_generator(&state.broker_addr);
+    let now = now_millis();
+    let messages: Vec<MessageToStore> = batches
+        .into_iter()
+        .flat_map(|batch| batch.records)
+        .map(|record| {
+            let mut properties = Properties::new();
+            record.to_properties(&mut properties);
+            properties.insert(keys::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, uniq_ids.next(now));
+            properties.insert(keys::MSG_REGION, state.config.region_id.clone());
+            properties.insert(keys::TRACE_ON, state.config.trace_on.to_string());
+            properties.insert(keys::CLUSTER, state.config.broker_cluster_name.clone());
+            MessageToStore {
+                topic: topic.to_string(),
+                queue_id: index,
+                flag: 0,
+                sys_flag: 0,
+                born_timestamp: record.timestamp,
+                born_host: peer,
+                reconsume_times: 0,
+                prepared_transaction_offset: 0,
+                body: record.body(),
+                properties: properties.encode(),
+            }
+        })
+        .collect();
+    let count = messages.len() as u64;
+    let bytes: u64 = messages.iter().map(|m| m.body.len() as u64).sum();
+    let put = match state.store.append_messages(messages) {
+        Ok(put) => put,
+        Err(err) => {
+            let code = match err {
+                PutError::MessageTooLarge { .. } | PutError::PropertiesTooLarge { .. } => {
+                    error::MESSAGE_TOO_LARGE
+                }
+                PutError::InvalidTopic(_) => error::INVALID_TOPIC_EXCEPTION,
+                PutError::ServiceNotAvailable(_) | PutError::Io(_) => error::KAFKA_STORAGE_ERROR,
+            };
+            let mut response = failed(index, code);
+            response.error_message = Some(StrBytes::from_string(err.to_string()));
+            return Outcome::Done(response);
+        }
+    };
+    state.stats.messages_put(count);
+    state.traffic.messages_put(topic, count, bytes);
+    match put {
+        Put::Done(result) => {
+            let base = result.messages.first().map_or(0, |m| m.queue_offset);
+            Outcome::Done(stored(state, topic, index, base))
+        }
+        Put::AwaitFlush(wait) => Outcome::Flushing(index, wait),
+    }
+}

@@ -1,0 +1,368 @@
+//! The Kafka listener in process: a client built from `kafka-protocol`'s request schemas over a
+//! socket, against a broker with `kafkaListen`. The official clients are in compat-tests; these
+//! tests pin what a client cannot easily show: reply order behind a held fetch, no reply to
+//! `acks=0`, hostile frames, and the cross-protocol mapping both ways.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use futures::{SinkExt, StreamExt};
+use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
+use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
+use kafka_protocol::messages::{
+    ApiKey, ApiVersionsRequest, FetchRequest, FetchResponse, MetadataRequest, MetadataResponse,
+    ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
+};
+use kafka_protocol::protocol::{encode_request_header_into_buffer, Decodable, Encodable, StrBytes};
+use skiff_model::command::{PullRequest, QueueRef, Reply, Request, SubscriptionExpression};
+use skiff_model::keyed::{Header, KeyedRecord};
+use skiff_model::message::{keys, Properties};
+use skiff_model::record::Record;
+use skiff_protocol::kafka::{frame_codec, records};
+use tokio::net::TcpStream;
+use tokio_util::codec::Framed;
+
+use common::{Cluster, TIMEOUT};
+
+async fn kafka_cluster() -> Cluster {
+    Cluster::start(|config| config.kafka_listen = Some("127.0.0.1:0".parse().unwrap())).await
+}
+
+struct Client {
+    framed: Framed<TcpStream, tokio_util::codec::LengthDelimitedCodec>,
+    next_id: i32,
+}
+
+impl Client {
+    async fn connect(cluster: &Cluster) -> Client {
+        let addr = cluster.broker.kafka_addr().expect("a Kafka listener");
+        Client {
+            framed: Framed::new(
+                TcpStream::connect(addr).await.unwrap(),
+                frame_codec(1 << 24),
+            ),
+            next_id: 1,
+        }
+    }
+
+    /// Sends a request without waiting; returns its correlation id.
+    async fn send(&mut self, api: ApiKey, version: i16, body: &impl Encodable) -> i32 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let mut buf = BytesMut::new();
+        let header = RequestHeader::default()
+            .with_request_api_key(api as i16)
+            .with_request_api_version(version)
+            .with_correlation_id(id)
+            .with_client_id(Some(StrBytes::from_static_str("in-process")));
+        encode_request_header_into_buffer(&mut buf, &header).unwrap();
+        body.encode(&mut buf, version).unwrap();
+        self.framed.send(buf.freeze()).await.unwrap();
+        id
+    }
+
+    /// The next response: its correlation id and body.
+    async fn receive<T: Decodable>(&mut self, api: ApiKey, version: i16) -> (i32, T) {
+        let frame = tokio::time::timeout(TIMEOUT, self.framed.next())
+            .await
+            .expect("a response in time")
+            .expect("the connection is open")
+            .unwrap();
+        let mut buf = frame.freeze();
+        let header =
+            ResponseHeader::decode(&mut buf, api.response_header_version(version)).unwrap();
+        (header.correlation_id, T::decode(&mut buf, version).unwrap())
+    }
+
+    /// Whether the broker closed the connection (within the timeout).
+    async fn closed(&mut self) -> bool {
+        matches!(
+            tokio::time::timeout(TIMEOUT, self.framed.next()).await,
+            Ok(None | Some(Err(_)))
+        )
+    }
+}
+
+fn name(topic: &str) -> TopicName {
+    TopicName(StrBytes::from_string(topic.to_string()))
+}
+
+fn metadata(topic: &str) -> MetadataRequest {
+    MetadataRequest::default()
+        .with_topics(Some(vec![
+            MetadataRequestTopic::default().with_name(Some(name(topic)))
+        ]))
+        .with_allow_auto_topic_creation(true)
+}
+
+fn produce(topic: &str, partition: i32, acks: i16, records: &[KeyedRecord]) -> ProduceRequest {
+    let mut batch = BytesMut::new();
+    records::encode_batch(&mut batch, 0, records);
+    ProduceRequest::default()
+        .with_acks(acks)
+        .with_timeout_ms(5000)
+        .with_topic_data(vec![TopicProduceData::default()
+            .with_name(name(topic))
+            .with_partition_data(vec![PartitionProduceData::default()
+                .with_index(partition)
+                .with_records(Some(batch.freeze()))])])
+}
+
+fn fetch(topic: &str, partition: i32, offset: i64, max_wait_ms: i32) -> FetchRequest {
+    FetchRequest::default()
+        .with_max_wait_ms(max_wait_ms)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(name(topic))
+            .with_partitions(vec![FetchPartition::default()
+                .with_partition(partition)
+                .with_fetch_offset(offset)
+                .with_partition_max_bytes(1 << 20)])])
+}
+
+fn record(i: u8) -> KeyedRecord {
+    KeyedRecord {
+        timestamp: 1_600_000_000_000 + i64::from(i),
+        key: Some(Bytes::from(format!("key-{i}"))),
+        value: Some(Bytes::from(format!("value-{i}"))),
+        headers: vec![
+            Header {
+                key: "bin".into(),
+                value: Some(Bytes::from(vec![0, 1, 0xff, i])),
+            },
+            Header {
+                key: "rep".into(),
+                value: Some(Bytes::from_static(b"a")),
+            },
+            Header {
+                key: "rep".into(),
+                value: Some(Bytes::from_static(b"b")),
+            },
+        ],
+    }
+}
+
+/// The records of a fetch response's only partition, read back with Skiff's batch parser.
+fn fetched(response: &FetchResponse) -> (i16, Vec<KeyedRecord>) {
+    let partition = &response.responses[0].partitions[0];
+    let records = match partition.records.clone().filter(|r| !r.is_empty()) {
+        Some(bytes) => records::decode_batches(bytes, 1 << 20)
+            .unwrap()
+            .into_iter()
+            .flat_map(|b| b.records)
+            .collect(),
+        None => Vec::new(),
+    };
+    (partition.error_code, records)
+}
+
+#[tokio::test]
+async fn produced_records_fetch_back_and_read_as_rocketmq_messages() {
+    let cluster = kafka_cluster().await;
+    let mut client = Client::connect(&cluster).await;
+    client
+        .send(ApiKey::Metadata, 12, &metadata("KafkaOrders"))
+        .await;
+    let (_, meta): (_, MetadataResponse) = client.receive(ApiKey::Metadata, 12).await;
+    assert_eq!(meta.controller_id.0, 0);
+    assert_eq!(meta.topics[0].error_code, 0);
+    assert_eq!(meta.topics[0].partitions.len(), 8, "defaultTopicQueueNums");
+    assert_eq!(
+        meta.brokers[0].port,
+        i32::from(cluster.broker.kafka_addr().unwrap().port())
+    );
+
+    let sent: Vec<_> = (0..5).map(record).collect();
+    client
+        .send(ApiKey::Produce, 9, &produce("KafkaOrders", 3, -1, &sent))
+        .await;
+    let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
+    let partition = &produced.responses[0].partition_responses[0];
+    assert_eq!((partition.error_code, partition.base_offset), (0, 0));
+
+    client
+        .send(ApiKey::Fetch, 12, &fetch("KafkaOrders", 3, 2, 0))
+        .await;
+    let (_, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    assert_eq!(response.responses[0].partitions[0].high_watermark, 5);
+    assert_eq!(fetched(&response), (0, sent[2..].to_vec()));
+
+    // The same records through RocketMQ's pull: key as KEYS, text headers as properties.
+    let pull = Request::Pull(PullRequest {
+        consumer_group: "rocketmq-reader".into(),
+        queue: QueueRef {
+            topic: "KafkaOrders".into(),
+            queue_id: 3,
+            physical: false,
+        },
+        max_msg_nums: 32,
+        subscription: Some(SubscriptionExpression {
+            expression_type: "TAG".into(),
+            expression: "*".into(),
+            version: 0,
+        }),
+        ..PullRequest::default()
+    });
+    let Ok(Reply::Pulled(pulled)) = cluster.broker_client().await.invoke(&pull, TIMEOUT).await
+    else {
+        panic!("pull failed");
+    };
+    assert_eq!(pulled.messages.len(), 5);
+    let first = Record::decode(&pulled.messages[0], true).unwrap();
+    let properties = Properties::decode_bytes(first.properties);
+    assert_eq!(first.body, b"value-0");
+    assert_eq!(first.born_timestamp, sent[0].timestamp);
+    assert_eq!(properties.get(keys::KEYS), Some("key-0"));
+    assert_eq!(properties.get("rep"), Some("a"));
+    assert!(properties.uniq_key().is_some());
+
+    // A RocketMQ send reads as a record: KEYS as key, user properties as headers.
+    let mut send = common::auto_creating_send("rocketmq-writer", "KafkaOrders");
+    if let Request::Send(send) = &mut send {
+        send.queue_id = 3;
+        send.messages[0].properties.insert(keys::KEYS, "rocket-key");
+        send.messages[0].properties.insert("color", "red");
+    }
+    let reply = cluster.broker_client().await.invoke(&send, TIMEOUT).await;
+    assert!(matches!(reply, Ok(Reply::Sent(_))), "{reply:?}");
+    client
+        .send(ApiKey::Fetch, 12, &fetch("KafkaOrders", 3, 5, 0))
+        .await;
+    let (_, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    let (_, records) = fetched(&response);
+    assert_eq!(records[0].key.as_deref(), Some(&b"rocket-key"[..]));
+    assert_eq!(records[0].value.as_deref(), Some(&b"x"[..]));
+    assert!(records[0]
+        .headers
+        .iter()
+        .any(|h| h.key == "color" && h.value.as_deref() == Some(&b"red"[..])));
+    cluster.stop().await;
+}
+
+#[tokio::test]
+async fn replies_keep_request_order_behind_a_held_fetch_and_acks_zero_gets_none() {
+    let cluster = kafka_cluster().await;
+    let mut client = Client::connect(&cluster).await;
+    client
+        .send(ApiKey::Metadata, 12, &metadata("Ordered"))
+        .await;
+    let _: (_, MetadataResponse) = client.receive(ApiKey::Metadata, 12).await;
+
+    // Held: nothing at offset 0 yet. Then, pipelined: a produce with acks=0 (no answer) and an
+    // ApiVersions, which is ready at once but must wait for the fetch's answer.
+    let began = Instant::now();
+    let held = client
+        .send(ApiKey::Fetch, 12, &fetch("Ordered", 0, 0, 400))
+        .await;
+    client
+        .send(ApiKey::Produce, 9, &produce("Ordered", 1, 0, &[record(1)]))
+        .await;
+    let versions = client
+        .send(ApiKey::ApiVersions, 3, &ApiVersionsRequest::default())
+        .await;
+    let (first, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    assert_eq!(first, held);
+    assert_eq!(fetched(&response), (0, Vec::new()));
+    assert!(
+        began.elapsed() >= Duration::from_millis(300),
+        "the fetch was held"
+    );
+    let (second, _): (_, kafka_protocol::messages::ApiVersionsResponse) =
+        client.receive(ApiKey::ApiVersions, 3).await;
+    assert_eq!(second, versions, "the acks=0 produce took no slot");
+
+    // The acks=0 records were stored; a held fetch is released by an arrival.
+    client
+        .send(ApiKey::Fetch, 12, &fetch("Ordered", 1, 0, 5000))
+        .await;
+    let (_, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    assert_eq!(fetched(&response).1, vec![record(1)]);
+    let began = Instant::now();
+    client
+        .send(ApiKey::Fetch, 12, &fetch("Ordered", 1, 1, 5000))
+        .await;
+    let mut producer = Client::connect(&cluster).await;
+    producer
+        .send(ApiKey::Produce, 9, &produce("Ordered", 1, 1, &[record(2)]))
+        .await;
+    let _: (_, ProduceResponse) = producer.receive(ApiKey::Produce, 9).await;
+    let (_, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    assert_eq!(fetched(&response).1, vec![record(2)]);
+    assert!(
+        began.elapsed() < Duration::from_secs(4),
+        "released by the arrival"
+    );
+    cluster.stop().await;
+}
+
+#[tokio::test]
+async fn out_of_range_offsets_unknown_partitions_and_bad_batches_get_kafka_errors() {
+    let cluster = kafka_cluster().await;
+    let mut client = Client::connect(&cluster).await;
+    client.send(ApiKey::Metadata, 12, &metadata("Errors")).await;
+    let _: (_, MetadataResponse) = client.receive(ApiKey::Metadata, 12).await;
+    client
+        .send(ApiKey::Fetch, 12, &fetch("Errors", 0, 1, 0))
+        .await;
+    let (_, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    assert_eq!(fetched(&response).0, 1, "OFFSET_OUT_OF_RANGE past the end");
+    client
+        .send(ApiKey::Fetch, 12, &fetch("Errors", 99, 0, 0))
+        .await;
+    let (_, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    assert_eq!(fetched(&response).0, 3, "UNKNOWN_TOPIC_OR_PARTITION");
+
+    let mut damaged = produce("Errors", 0, 1, &[record(1)]);
+    let records = damaged.topic_data[0].partition_data[0]
+        .records
+        .take()
+        .unwrap();
+    let mut bytes = records.to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x55;
+    damaged.topic_data[0].partition_data[0].records = Some(Bytes::from(bytes));
+    client.send(ApiKey::Produce, 9, &damaged).await;
+    let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 2);
+    cluster.stop().await;
+}
+
+#[tokio::test]
+async fn hostile_frames_close_the_connection_and_the_broker_serves_on() {
+    let cluster = kafka_cluster().await;
+    let addr = cluster.broker.kafka_addr().unwrap();
+    let hostile: [&[u8]; 4] = [
+        // Metadata v0 claiming two billion topics in a few bytes.
+        &[
+            0, 0, 0, 14, 0, 3, 0, 0, 0, 0, 0, 1, 0xff, 0xff, 0x7f, 0xff, 0xff, 0xff,
+        ],
+        // A size past the listener's limit.
+        &[0x7f, 0xff, 0xff, 0xff, 0, 3],
+        // An API Skiff does not serve (JoinGroup).
+        &[0, 0, 0, 10, 0, 11, 0, 0, 0, 0, 0, 1, 0xff, 0xff],
+        // A frame too short for a header.
+        &[0, 0, 0, 2, 0, 3],
+    ];
+    for bytes in hostile {
+        let mut stream = TcpStream::connect(addr).await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut stream, bytes)
+            .await
+            .unwrap();
+        let mut client = Client {
+            framed: Framed::new(stream, frame_codec(1 << 24)),
+            next_id: 1,
+        };
+        assert!(client.closed().await, "{bytes:?} closes the connection");
+    }
+    let mut client = Client::connect(&cluster).await;
+    client
+        .send(ApiKey::Metadata, 12, &metadata("StillServing"))
+        .await;
+    let (_, meta): (_, MetadataResponse) = client.receive(ApiKey::Metadata, 12).await;
+    assert_eq!(meta.topics[0].error_code, 0);
+    cluster.stop().await;
+}
