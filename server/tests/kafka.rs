@@ -299,6 +299,92 @@ async fn replies_keep_request_order_behind_a_held_fetch_and_acks_zero_gets_none(
     cluster.stop().await;
 }
 
+/// `produce` with the batch stamped as an idempotent producer's.
+fn idempotent(
+    topic: &str,
+    producer: (i64, i16),
+    sequence: i32,
+    records: &[KeyedRecord],
+) -> ProduceRequest {
+    let mut request = produce(topic, 0, -1, records);
+    let data = &mut request.topic_data[0].partition_data[0];
+    let mut batch = data.records.take().unwrap().to_vec();
+    batch[43..51].copy_from_slice(&producer.0.to_be_bytes());
+    batch[51..53].copy_from_slice(&producer.1.to_be_bytes());
+    batch[53..57].copy_from_slice(&sequence.to_be_bytes());
+    let crc = crc32c::crc32c(&batch[21..]);
+    batch[17..21].copy_from_slice(&crc.to_be_bytes());
+    data.records = Some(Bytes::from(batch));
+    request
+}
+
+#[tokio::test]
+async fn idempotent_producers_get_fresh_ids_and_duplicates_their_first_offset() {
+    use kafka_protocol::messages::{InitProducerIdRequest, InitProducerIdResponse};
+    let cluster = kafka_cluster().await;
+    let mut client = Client::connect(&cluster).await;
+    client
+        .send(ApiKey::Metadata, 12, &metadata("Idempotent"))
+        .await;
+    let _: (_, MetadataResponse) = client.receive(ApiKey::Metadata, 12).await;
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        client
+            .send(
+                ApiKey::InitProducerId,
+                4,
+                &InitProducerIdRequest::default().with_transactional_id(None),
+            )
+            .await;
+        let (_, init): (_, InitProducerIdResponse) =
+            client.receive(ApiKey::InitProducerId, 4).await;
+        assert_eq!((init.error_code, init.producer_epoch), (0, 0));
+        ids.push(init.producer_id.0);
+    }
+    assert_ne!(ids[0], ids[1]);
+    let producer = (ids[0], 0);
+    let mut base_offsets = Vec::new();
+    // Sequence 0 (2 records), then the same batch again (a retry), then sequence 2.
+    for sequence in [0, 0, 2] {
+        let request = idempotent("Idempotent", producer, sequence, &[record(1), record(2)]);
+        client.send(ApiKey::Produce, 9, &request).await;
+        let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
+        let partition = &produced.responses[0].partition_responses[0];
+        assert_eq!(partition.error_code, 0);
+        base_offsets.push(partition.base_offset);
+    }
+    assert_eq!(
+        base_offsets,
+        vec![0, 0, 2],
+        "the retry got its first offset"
+    );
+    // A gap is OUT_OF_ORDER_SEQUENCE_NUMBER; an older epoch INVALID_PRODUCER_EPOCH.
+    for (producer, sequence, code) in [((ids[0], 0), 9, 45), ((ids[0], -1), 4, 47)] {
+        let request = idempotent("Idempotent", producer, sequence, &[record(3)]);
+        client.send(ApiKey::Produce, 9, &request).await;
+        let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
+        assert_eq!(
+            produced.responses[0].partition_responses[0].error_code,
+            code
+        );
+    }
+    client
+        .send(ApiKey::Fetch, 12, &fetch("Idempotent", 0, 0, 0))
+        .await;
+    let (_, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    assert_eq!(
+        response.responses[0].partitions[0].high_watermark, 4,
+        "stored once"
+    );
+    // A transactional id is refused (transactions are not served).
+    let transactional = InitProducerIdRequest::default()
+        .with_transactional_id(Some(StrBytes::from_static_str("tx").into()));
+    client.send(ApiKey::InitProducerId, 4, &transactional).await;
+    let (_, init): (_, InitProducerIdResponse) = client.receive(ApiKey::InitProducerId, 4).await;
+    assert_eq!(init.error_code, 53);
+    cluster.stop().await;
+}
+
 #[tokio::test]
 async fn out_of_range_offsets_unknown_partitions_and_bad_batches_get_kafka_errors() {
     let cluster = kafka_cluster().await;

@@ -23,8 +23,9 @@ use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
 use kafka_protocol::messages::{
     ApiKey, ApiVersionsRequest, ApiVersionsResponse, FetchRequest, FetchResponse,
-    ListOffsetsRequest, ListOffsetsResponse, MetadataRequest, MetadataResponse, ProduceRequest,
-    ProduceResponse, RequestHeader, ResponseHeader,
+    InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse,
+    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader,
+    ResponseHeader,
 };
 use kafka_protocol::protocol::{Decodable, Encodable};
 use tokio_util::codec::LengthDelimitedCodec;
@@ -36,12 +37,13 @@ pub use kafka_protocol::protocol::StrBytes;
 /// Kafka 4 advertises it (librdkafka before 2.11.1 enables compression only when v0 is in the
 /// range); v0–2 carry message sets of magic 0/1, which are refused. The maxima stay below the
 /// versions that name topics by id.
-pub const SERVED: [(ApiKey, i16, i16); 5] = [
+pub const SERVED: [(ApiKey, i16, i16); 6] = [
     (ApiKey::Produce, 0, 11),
     (ApiKey::Fetch, 4, 12),
     (ApiKey::ListOffsets, 1, 7),
     (ApiKey::Metadata, 0, 12),
     (ApiKey::ApiVersions, 0, 4),
+    (ApiKey::InitProducerId, 0, 5),
 ];
 
 /// Kafka error codes Skiff answers with.
@@ -58,9 +60,13 @@ pub mod error {
     pub const INVALID_REQUIRED_ACKS: i16 = 21;
     pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
     pub const UNSUPPORTED_VERSION: i16 = 35;
+    pub const INVALID_REQUEST: i16 = 42;
     pub const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
     pub const KAFKA_STORAGE_ERROR: i16 = 56;
     pub const UNKNOWN_SERVER_ERROR: i16 = -1;
+    pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
+    pub const INVALID_PRODUCER_EPOCH: i16 = 47;
+    pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
     pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
     pub const INVALID_RECORD: i16 = 87;
 }
@@ -86,6 +92,7 @@ pub enum Request {
     Produce(ProduceRequest),
     Fetch(FetchRequest),
     ListOffsets(ListOffsetsRequest),
+    InitProducerId(InitProducerIdRequest),
 }
 
 /// A response to one of the [`Request`]s.
@@ -96,6 +103,7 @@ pub enum Response {
     Produce(ProduceResponse),
     Fetch(FetchResponse),
     ListOffsets(ListOffsetsResponse),
+    InitProducerId(InitProducerIdResponse),
 }
 
 /// What a response needs of its request: which schema and version, and the correlation id.
@@ -192,6 +200,9 @@ pub fn decode_request(frame: Bytes) -> Result<Decoded, DecodeError> {
         ApiKey::Fetch => {
             Request::Fetch(FetchRequest::decode(&mut buf, version).map_err(malformed)?)
         }
+        ApiKey::InitProducerId => Request::InitProducerId(
+            InitProducerIdRequest::decode(&mut buf, version).map_err(malformed)?,
+        ),
         ApiKey::ListOffsets => {
             Request::ListOffsets(ListOffsetsRequest::decode(&mut buf, version).map_err(malformed)?)
         }
@@ -250,6 +261,7 @@ pub fn encode_response(reply_to: &ReplyTo, response: &Response) -> Result<Bytes,
         Response::Produce(r) => r.encode(&mut buf, version),
         Response::Fetch(r) => r.encode(&mut buf, version),
         Response::ListOffsets(r) => r.encode(&mut buf, version),
+        Response::InitProducerId(r) => r.encode(&mut buf, version),
     };
     body.map_err(|err| format!("{:?} v{version}: {err}", reply_to.api_key))?;
     Ok(buf.freeze())

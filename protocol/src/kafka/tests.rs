@@ -119,6 +119,7 @@ fn every_served_request_decodes_at_every_advertised_version() {
         for version in min.max(if api == ApiKey::Produce { 3 } else { 0 })..=max {
             let body = match api {
                 ApiKey::ApiVersions => frame(api, version, 1, ApiVersionsRequest::default()),
+                ApiKey::InitProducerId => frame(api, version, 1, InitProducerIdRequest::default()),
                 ApiKey::Metadata => frame(api, version, 1, metadata(&["orders"])),
                 ApiKey::Produce => frame(
                     api,

@@ -47,8 +47,8 @@ pub fn load<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
 
 /// Replaces `path` with `content`, keeping the previous version as `<path>.bak`. Blocks (fsync):
 /// call it from a blocking thread, or better give the file a [`super::config_file::ConfigFile`].
-/// The broker's own files all have one; this stays for state files of other modules.
-#[allow(dead_code)]
+/// The broker's own files all have one; rarely written state files (the Kafka producer id
+/// blocks) use this.
 pub fn store(path: &Path, content: &str) -> std::io::Result<()> {
     store_with(&skiff_store::fs::RealFs, path, content)
 }

@@ -11,10 +11,12 @@
 //! it gets no answer at all. The slots bound what a client can have in progress
 //! (`serverMaxInFlightRequests`): past that the reader stops reading its socket.
 //!
-//! Served: ApiVersions, Metadata (with auto-creation), Produce, Fetch (long polling) and
-//! ListOffsets; `docs/kafka.md` lists versions and what is not served yet.
+//! Served: ApiVersions, Metadata (with auto-creation), Produce (idempotent producers too, see
+//! `idempotence`), Fetch (long polling), ListOffsets and InitProducerId; `docs/kafka.md` lists
+//! versions and what is not served yet.
 
 mod fetch;
+mod idempotence;
 mod metadata;
 mod produce;
 
@@ -26,6 +28,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
+use skiff_protocol::kafka::schema::{InitProducerIdRequest, InitProducerIdResponse};
 use skiff_protocol::kafka::{self, Decoded, ReplyTo, Request, Response};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
@@ -45,11 +48,19 @@ pub(crate) struct KafkaFront {
     state: Arc<BrokerState>,
     /// Host and port Kafka clients are told to connect to.
     advertised: (String, u16),
+    producer_ids: idempotence::ProducerIds,
+    sequences: parking_lot::Mutex<idempotence::Sequences>,
 }
 
 impl KafkaFront {
     pub(super) fn new(state: Arc<BrokerState>, advertised: (String, u16)) -> Self {
-        KafkaFront { state, advertised }
+        let config_dir = super::persist::config_dir(&state.config.store_path_root_dir);
+        KafkaFront {
+            producer_ids: idempotence::ProducerIds::load(config_dir),
+            sequences: parking_lot::Mutex::default(),
+            state,
+            advertised,
+        }
     }
 }
 
@@ -180,17 +191,59 @@ impl Front for KafkaFront {
 }
 
 impl KafkaFront {
-    fn handle(&self, peer: SocketAddr, reply_to: ReplyTo, request: Request) -> Answer {
+    fn handle(self: &Arc<Self>, peer: SocketAddr, reply_to: ReplyTo, request: Request) -> Answer {
         let state = &self.state;
         match request {
             Request::ApiVersions(_) => Answer::Now(Response::ApiVersions(kafka::api_versions())),
             Request::Metadata(request) => {
                 metadata::handle(state, &self.advertised, reply_to.version, request)
             }
-            Request::Produce(request) => produce::handle(state, peer, request),
+            Request::Produce(request) => produce::handle(state, &self.sequences, peer, request),
+            Request::InitProducerId(request) => self.init_producer_id(request),
             Request::Fetch(request) => fetch::handle(state, request),
             Request::ListOffsets(request) => fetch::list_offsets(state, request),
         }
+    }
+}
+
+impl KafkaFront {
+    /// InitProducerId: a new id at epoch 0, or, asked with the id and epoch a producer has, the
+    /// same id at the next epoch (a new id when the epoch would overflow). Transactions are not
+    /// served: a transactional id is refused with a code clients treat as fatal.
+    fn init_producer_id(self: &Arc<Self>, request: InitProducerIdRequest) -> Answer {
+        let mut response = InitProducerIdResponse::default();
+        if let Some(transactional_id) = &request.transactional_id {
+            // As Kafka: an empty id is INVALID_REQUEST; any other needs transactions.
+            response.error_code = if transactional_id.0.is_empty() {
+                kafka::error::INVALID_REQUEST
+            } else {
+                kafka::error::TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            };
+            response.producer_id = (-1).into();
+            response.producer_epoch = -1;
+            return Answer::Now(Response::InitProducerId(response));
+        }
+        let (id, epoch) = (request.producer_id.0, request.producer_epoch);
+        if id >= 0 && (0..i16::MAX).contains(&epoch) {
+            response.producer_id = id.into();
+            response.producer_epoch = epoch + 1;
+            return Answer::Now(Response::InitProducerId(response));
+        }
+        let front = self.clone();
+        Answer::Later(Box::pin(async move {
+            match front.producer_ids.allocate().await {
+                Ok(id) => {
+                    response.producer_id = id.into();
+                    response.producer_epoch = 0;
+                }
+                Err(_) => {
+                    response.error_code = kafka::error::KAFKA_STORAGE_ERROR;
+                    response.producer_id = (-1).into();
+                    response.producer_epoch = -1;
+                }
+            }
+            Response::InitProducerId(response)
+        }))
     }
 }
 

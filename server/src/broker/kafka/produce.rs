@@ -4,7 +4,9 @@
 //!
 //! The answer waits for what the broker's flush mode promises (`SYNC_FLUSH`: the disk), whatever
 //! `acks` (1 or -1) says: with one replica both mean "stored as the broker stores". `acks=0`
-//! gets no answer. Errors are per partition, with Kafka's codes.
+//! gets no answer. Errors are per partition, with Kafka's codes. An idempotent producer's batch
+//! is checked against its sequence state first (`idempotence`): a duplicate is answered with its
+//! original offset and not stored again.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +23,9 @@ use skiff_protocol::kafka::schema::{ProduceRequest, ProduceResponse};
 use skiff_protocol::kafka::{error, Response, StrBytes};
 use skiff_store::{MessageToStore, Put, PutError, PutStatus};
 
+use parking_lot::Mutex;
+
+use super::idempotence::{last_sequence, Check, Sequences};
 use super::metadata::partitions;
 use super::Answer;
 use crate::broker::{now_millis, send, BrokerState};
@@ -36,6 +41,7 @@ enum Outcome {
 
 pub(super) fn handle(
     state: &Arc<BrokerState>,
+    sequences: &Mutex<Sequences>,
     peer: SocketAddr,
     request: ProduceRequest,
 ) -> Answer {
@@ -50,7 +56,14 @@ pub(super) fn handle(
                 if !matches!(acks, -1..=1) {
                     return Outcome::Done(failed(partition.index, error::INVALID_REQUIRED_ACKS));
                 }
-                append(state, peer, &name, partition.index, partition.records)
+                append(
+                    state,
+                    sequences,
+                    peer,
+                    &name,
+                    partition.index,
+                    partition.records,
+                )
             })
             .collect();
         topics.push((data.name, outcomes));
@@ -139,6 +152,7 @@ fn stored(
 
 fn append(
     state: &BrokerState,
+    sequences: &Mutex<Sequences>,
     peer: SocketAddr,
     topic: &str,
     index: i32,
@@ -160,9 +174,16 @@ fn append(
     if !perm::is_writeable(config.perm) {
         return refused(error::TOPIC_AUTHORIZATION_FAILED);
     }
-    let batches = match records::decode_batches(records.unwrap_or_default(), MAX_UNCOMPRESSED_BATCH)
-    {
-        Ok(batches) => batches,
+    let batch = match records::decode_batches(records.unwrap_or_default(), MAX_UNCOMPRESSED_BATCH) {
+        // As Kafka's LogValidator: a v3+ produce carries exactly one batch per partition.
+        Ok(batches) if batches.len() != 1 => Err(RecordsError::Invalid(
+            "a produce request must carry one record batch per partition",
+        )),
+        Ok(mut batches) => Ok(batches.remove(0)),
+        Err(err) => Err(err),
+    };
+    let batch = match batch {
+        Ok(batch) => batch,
         Err(err) => {
             let code = match err {
                 RecordsError::Corrupt(_) => error::CORRUPT_MESSAGE,
@@ -176,11 +197,31 @@ fn append(
             return Outcome::Done(response);
         }
     };
+    // An idempotent producer's batch: checked and appended under the sequence lock, so that two
+    // connections of one producer cannot both pass the check.
+    let idempotent = (batch.producer_id >= 0).then(|| {
+        let last = last_sequence(batch.base_sequence, batch.last_offset_delta);
+        (
+            (batch.producer_id, topic.to_string(), index),
+            batch.producer_epoch,
+            batch.base_sequence,
+            last,
+        )
+    });
+    let mut sequence_lock = None;
+    if let Some((key, epoch, first, last)) = &idempotent {
+        let held = sequences.lock();
+        match held.check(key, *epoch, *first, *last) {
+            Check::Append => sequence_lock = Some(held),
+            Check::Duplicate(base) => return Outcome::Done(stored(state, topic, index, base)),
+            Check::Refuse(code) => return refused(code),
+        }
+    }
     let uniq_ids = send::uniq_id_generator(&state.broker_addr);
     let now = now_millis();
-    let messages: Vec<MessageToStore> = batches
+    let messages: Vec<MessageToStore> = batch
+        .records
         .into_iter()
-        .flat_map(|batch| batch.records)
         .map(|record| {
             let mut properties = Properties::new();
             record.to_properties(&mut properties);
@@ -221,11 +262,16 @@ fn append(
     };
     state.stats.messages_put(count);
     state.traffic.messages_put(topic, count, bytes);
+    let appended = match &put {
+        Put::Done(result) => result.messages.first(),
+        Put::AwaitFlush(wait) => wait.messages().first(),
+    };
+    let base = appended.map_or(0, |m| m.queue_offset);
+    if let (Some(mut held), Some((key, epoch, first, last))) = (sequence_lock, idempotent) {
+        held.record(key, epoch, (first, last, base), now);
+    }
     match put {
-        Put::Done(result) => {
-            let base = result.messages.first().map_or(0, |m| m.queue_offset);
-            Outcome::Done(stored(state, topic, index, base))
-        }
+        Put::Done(_) => Outcome::Done(stored(state, topic, index, base)),
         Put::AwaitFlush(wait) => Outcome::Flushing(index, wait),
     }
 }
