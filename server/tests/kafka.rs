@@ -452,3 +452,172 @@ async fn hostile_frames_close_the_connection_and_the_broker_serves_on() {
     assert_eq!(meta.topics[0].error_code, 0);
     cluster.stop().await;
 }
+
+#[tokio::test]
+async fn a_consumer_group_joins_syncs_commits_and_leaves() {
+    use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
+    use kafka_protocol::messages::offset_commit_request::{
+        OffsetCommitRequestPartition, OffsetCommitRequestTopic,
+    };
+    use kafka_protocol::messages::offset_fetch_request::{
+        OffsetFetchRequestGroup, OffsetFetchRequestTopics,
+    };
+    use kafka_protocol::messages::sync_group_request::SyncGroupRequestAssignment;
+    use kafka_protocol::messages::*;
+    let cluster = kafka_cluster().await;
+    let mut client = Client::connect(&cluster).await;
+    client
+        .send(ApiKey::Metadata, 12, &metadata("Grouped"))
+        .await;
+    let _: (_, MetadataResponse) = client.receive(ApiKey::Metadata, 12).await;
+    let group = || GroupId(StrBytes::from_static_str("kafka-group"));
+
+    let find = FindCoordinatorRequest::default()
+        .with_coordinator_keys(vec![StrBytes::from_static_str("kafka-group")]);
+    client.send(ApiKey::FindCoordinator, 4, &find).await;
+    let (_, found): (_, FindCoordinatorResponse) = client.receive(ApiKey::FindCoordinator, 4).await;
+    assert_eq!(found.coordinators[0].error_code, 0);
+    assert_eq!(found.coordinators[0].node_id.0, 0);
+
+    let join = |member: StrBytes| {
+        JoinGroupRequest::default()
+            .with_group_id(group())
+            .with_session_timeout_ms(10_000)
+            .with_rebalance_timeout_ms(10_000)
+            .with_member_id(member)
+            .with_protocol_type(StrBytes::from_static_str("consumer"))
+            .with_protocols(vec![JoinGroupRequestProtocol::default()
+                .with_name(StrBytes::from_static_str("range"))
+                .with_metadata(Bytes::from_static(b"subscription"))])
+    };
+    client
+        .send(ApiKey::JoinGroup, 9, &join(StrBytes::default()))
+        .await;
+    let (_, first): (_, JoinGroupResponse) = client.receive(ApiKey::JoinGroup, 9).await;
+    assert_eq!(first.error_code, 79, "MEMBER_ID_REQUIRED");
+    let member = first.member_id.clone();
+    let began = Instant::now();
+    client
+        .send(ApiKey::JoinGroup, 9, &join(member.clone()))
+        .await;
+    let (_, joined): (_, JoinGroupResponse) = client.receive(ApiKey::JoinGroup, 9).await;
+    assert!(
+        began.elapsed() >= Duration::from_millis(2500),
+        "the initial rebalance delay"
+    );
+    assert_eq!(joined.error_code, 0);
+    assert_eq!(joined.generation_id, 1);
+    assert_eq!(joined.leader, member);
+    assert_eq!(joined.protocol_name.as_deref(), Some("range"));
+    assert_eq!(joined.members.len(), 1);
+
+    let sync = SyncGroupRequest::default()
+        .with_group_id(group())
+        .with_generation_id(1)
+        .with_member_id(member.clone())
+        .with_protocol_type(Some(StrBytes::from_static_str("consumer")))
+        .with_protocol_name(Some(StrBytes::from_static_str("range")))
+        .with_assignments(vec![SyncGroupRequestAssignment::default()
+            .with_member_id(member.clone())
+            .with_assignment(Bytes::from_static(b"all of it"))]);
+    client.send(ApiKey::SyncGroup, 5, &sync).await;
+    let (_, synced): (_, SyncGroupResponse) = client.receive(ApiKey::SyncGroup, 5).await;
+    assert_eq!(synced.error_code, 0);
+    assert_eq!(synced.assignment, Bytes::from_static(b"all of it"));
+
+    let heartbeat = HeartbeatRequest::default()
+        .with_group_id(group())
+        .with_generation_id(1)
+        .with_member_id(member.clone());
+    client.send(ApiKey::Heartbeat, 4, &heartbeat).await;
+    let (_, beat): (_, HeartbeatResponse) = client.receive(ApiKey::Heartbeat, 4).await;
+    assert_eq!(beat.error_code, 0);
+
+    let commit = OffsetCommitRequest::default()
+        .with_group_id(group())
+        .with_generation_id_or_member_epoch(1)
+        .with_member_id(member.clone())
+        .with_topics(vec![OffsetCommitRequestTopic::default()
+            .with_name(name("Grouped"))
+            .with_partitions(vec![
+                OffsetCommitRequestPartition::default()
+                    .with_partition_index(2)
+                    .with_committed_offset(17)
+                    .with_committed_metadata(Some(StrBytes::from_static_str("note"))),
+                OffsetCommitRequestPartition::default()
+                    .with_partition_index(99)
+                    .with_committed_offset(1),
+            ])]);
+    client.send(ApiKey::OffsetCommit, 8, &commit).await;
+    let (_, committed): (_, OffsetCommitResponse) = client.receive(ApiKey::OffsetCommit, 8).await;
+    let codes: Vec<i16> = committed.topics[0]
+        .partitions
+        .iter()
+        .map(|p| p.error_code)
+        .collect();
+    assert_eq!(codes, vec![0, 3]);
+
+    let fetch_offsets =
+        OffsetFetchRequest::default().with_groups(vec![OffsetFetchRequestGroup::default()
+            .with_group_id(group())
+            .with_topics(Some(vec![OffsetFetchRequestTopics::default()
+                .with_name(name("Grouped"))
+                .with_partition_indexes(vec![2, 3])]))]);
+    client.send(ApiKey::OffsetFetch, 8, &fetch_offsets).await;
+    let (_, fetched): (_, OffsetFetchResponse) = client.receive(ApiKey::OffsetFetch, 8).await;
+    let partitions = &fetched.groups[0].topics[0].partitions;
+    assert_eq!(partitions[0].committed_offset, 17);
+    assert_eq!(partitions[0].metadata.as_deref(), Some("note"));
+    assert_eq!(partitions[1].committed_offset, -1, "nothing committed");
+
+    client
+        .send(
+            ApiKey::DescribeGroups,
+            5,
+            &DescribeGroupsRequest::default().with_groups(vec![group()]),
+        )
+        .await;
+    let (_, described): (_, DescribeGroupsResponse) =
+        client.receive(ApiKey::DescribeGroups, 5).await;
+    assert_eq!(described.groups[0].group_state.as_str(), "Stable");
+    assert_eq!(
+        described.groups[0].members[0].member_assignment,
+        Bytes::from_static(b"all of it")
+    );
+
+    let leave = LeaveGroupRequest::default()
+        .with_group_id(group())
+        .with_members(vec![
+            leave_group_request::MemberIdentity::default().with_member_id(member)
+        ]);
+    client.send(ApiKey::LeaveGroup, 5, &leave).await;
+    let (_, left): (_, LeaveGroupResponse) = client.receive(ApiKey::LeaveGroup, 5).await;
+    assert_eq!(left.members[0].error_code, 0);
+    client
+        .send(ApiKey::ListGroups, 4, &ListGroupsRequest::default())
+        .await;
+    let (_, listed): (_, ListGroupsResponse) = client.receive(ApiKey::ListGroups, 4).await;
+    let state = listed
+        .groups
+        .iter()
+        .find(|g| g.group_id.0.as_str() == "kafka-group")
+        .map(|g| g.group_state.to_string());
+    assert_eq!(
+        state.as_deref(),
+        Some("Empty"),
+        "left, but its offsets remain"
+    );
+    // Kafka groups are not RocketMQ groups: nothing committed under the RocketMQ name.
+    let query = Request::QueryConsumerOffset {
+        group: "kafka-group".into(),
+        queue: QueueRef {
+            topic: "Grouped".into(),
+            queue_id: 2,
+            physical: false,
+        },
+        set_zero_if_not_found: false,
+    };
+    let reply = cluster.broker_client().await.invoke(&query, TIMEOUT).await;
+    assert!(!matches!(reply, Ok(Reply::Offset(17))), "{reply:?}");
+    cluster.stop().await;
+}

@@ -186,6 +186,114 @@ pub fn check(api_key: ApiKey, version: i16, body: &[u8]) -> Result<(), Refusal> 
                 w.tags()?;
             }
         }
+        ApiKey::FindCoordinator if version >= 4 => {
+            w.skip(1)?; // key type
+            for _ in 0..w.array(string)? {
+                w.string()?;
+            }
+        }
+        ApiKey::JoinGroup => {
+            w.string()?; // group id
+            w.skip(4 + if version >= 1 { 4 } else { 0 })?; // session and rebalance timeouts
+            w.string()?; // member id
+            if version >= 5 {
+                w.string()?; // group instance id
+            }
+            w.string()?; // protocol type
+            for _ in 0..w.array(string + array + tags)? {
+                w.string()?;
+                w.bytes()?;
+                w.tags()?;
+            }
+        }
+        ApiKey::SyncGroup => {
+            w.string()?; // group id
+            w.skip(4)?; // generation
+            w.string()?; // member id
+            if version >= 3 {
+                w.string()?; // group instance id
+            }
+            if version >= 5 {
+                w.string()?; // protocol type
+                w.string()?; // protocol name
+            }
+            for _ in 0..w.array(string + array + tags)? {
+                w.string()?;
+                w.bytes()?;
+                w.tags()?;
+            }
+        }
+        ApiKey::LeaveGroup => {
+            w.string()?; // group id
+            if version >= 3 {
+                for _ in 0..w.array(string + string + tags)? {
+                    w.string()?; // member id
+                    w.string()?; // group instance id
+                    if version >= 5 {
+                        w.string()?; // reason
+                    }
+                    w.tags()?;
+                }
+            }
+        }
+        ApiKey::OffsetCommit => {
+            w.string()?; // group id
+            if version >= 1 {
+                w.skip(4)?; // generation
+                w.string()?; // member id
+            }
+            if version >= 7 {
+                w.string()?; // group instance id
+            }
+            if (2..=4).contains(&version) {
+                w.skip(8)?; // retention time
+            }
+            let partition = 4 + 8 + if version >= 6 { 4 } else { 0 };
+            for _ in 0..w.array(string + array + tags)? {
+                w.string()?;
+                for _ in 0..w.array(partition + string + tags)? {
+                    w.skip(partition)?;
+                    w.string()?; // metadata
+                    w.tags()?;
+                }
+                w.tags()?;
+            }
+        }
+        ApiKey::OffsetFetch => {
+            let topics = |w: &mut Walk| -> Result<(), Refusal> {
+                for _ in 0..w.array(string + array + tags)? {
+                    w.string()?;
+                    let partitions = w.array(4)?;
+                    w.skip(4 * partitions)?;
+                    w.tags()?;
+                }
+                Ok(())
+            };
+            if version >= 8 {
+                for _ in 0..w.array(string + array + tags)? {
+                    w.string()?; // group id
+                    if version >= 9 {
+                        w.string()?; // member id
+                        w.skip(4)?; // member epoch
+                    }
+                    topics(&mut w)?;
+                    w.tags()?;
+                }
+            } else {
+                w.string()?; // group id
+                topics(&mut w)?;
+            }
+        }
+        ApiKey::DescribeGroups => {
+            for _ in 0..w.array(string)? {
+                w.string()?;
+            }
+        }
+        ApiKey::ListGroups if version >= 4 => {
+            for _ in 0..w.array(string)? {
+                w.string()?;
+            }
+        }
         // No arrays before its tagged fields, which the decoder reads without pre-allocating.
         _ => {}
     }

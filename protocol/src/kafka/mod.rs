@@ -21,30 +21,12 @@ pub mod records;
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::messages::api_versions_response::ApiVersion;
-use kafka_protocol::messages::{
-    ApiKey, ApiVersionsRequest, ApiVersionsResponse, FetchRequest, FetchResponse,
-    InitProducerIdRequest, InitProducerIdResponse, ListOffsetsRequest, ListOffsetsResponse,
-    MetadataRequest, MetadataResponse, ProduceRequest, ProduceResponse, RequestHeader,
-    ResponseHeader,
-};
+use kafka_protocol::messages::{ApiKey, ApiVersionsResponse, RequestHeader, ResponseHeader};
 use kafka_protocol::protocol::{Decodable, Encodable};
 use tokio_util::codec::LengthDelimitedCodec;
 
 pub use kafka_protocol::messages as schema;
 pub use kafka_protocol::protocol::StrBytes;
-
-/// The APIs Skiff serves with the versions it advertises (min, max). Produce starts at 0 as
-/// Kafka 4 advertises it (librdkafka before 2.11.1 enables compression only when v0 is in the
-/// range); v0–2 carry message sets of magic 0/1, which are refused. The maxima stay below the
-/// versions that name topics by id.
-pub const SERVED: [(ApiKey, i16, i16); 6] = [
-    (ApiKey::Produce, 0, 11),
-    (ApiKey::Fetch, 4, 12),
-    (ApiKey::ListOffsets, 1, 7),
-    (ApiKey::Metadata, 0, 12),
-    (ApiKey::ApiVersions, 0, 4),
-    (ApiKey::InitProducerId, 0, 5),
-];
 
 /// Kafka error codes Skiff answers with.
 pub mod error {
@@ -54,10 +36,19 @@ pub mod error {
     pub const UNKNOWN_TOPIC_OR_PARTITION: i16 = 3;
     pub const LEADER_NOT_AVAILABLE: i16 = 5;
     pub const REQUEST_TIMED_OUT: i16 = 7;
+    pub const OFFSET_METADATA_TOO_LARGE: i16 = 12;
+    pub const COORDINATOR_NOT_AVAILABLE: i16 = 15;
+    pub const NOT_COORDINATOR: i16 = 16;
     pub const MESSAGE_TOO_LARGE: i16 = 10;
     pub const INVALID_TOPIC_EXCEPTION: i16 = 17;
     pub const NOT_ENOUGH_REPLICAS: i16 = 19;
     pub const INVALID_REQUIRED_ACKS: i16 = 21;
+    pub const ILLEGAL_GENERATION: i16 = 22;
+    pub const INCONSISTENT_GROUP_PROTOCOL: i16 = 23;
+    pub const INVALID_GROUP_ID: i16 = 24;
+    pub const UNKNOWN_MEMBER_ID: i16 = 25;
+    pub const INVALID_SESSION_TIMEOUT: i16 = 26;
+    pub const REBALANCE_IN_PROGRESS: i16 = 27;
     pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
     pub const UNSUPPORTED_VERSION: i16 = 35;
     pub const INVALID_REQUEST: i16 = 42;
@@ -67,7 +58,11 @@ pub mod error {
     pub const OUT_OF_ORDER_SEQUENCE_NUMBER: i16 = 45;
     pub const INVALID_PRODUCER_EPOCH: i16 = 47;
     pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
+    pub const NON_EMPTY_GROUP: i16 = 68;
+    pub const GROUP_ID_NOT_FOUND: i16 = 69;
     pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
+    pub const MEMBER_ID_REQUIRED: i16 = 79;
+    pub const FENCED_INSTANCE_ID: i16 = 82;
     pub const INVALID_RECORD: i16 = 87;
 }
 
@@ -84,26 +79,65 @@ pub fn frame_codec(max_frame_len: usize) -> LengthDelimitedCodec {
         .new_codec()
 }
 
-/// A request Skiff serves, decoded.
-#[derive(Debug)]
-pub enum Request {
-    ApiVersions(ApiVersionsRequest),
-    Metadata(MetadataRequest),
-    Produce(ProduceRequest),
-    Fetch(FetchRequest),
-    ListOffsets(ListOffsetsRequest),
-    InitProducerId(InitProducerIdRequest),
+/// The table of served APIs, declared once: each line gives the variant of [`Request`] and
+/// [`Response`], the API key, the versions advertised (min, max) and the two schemas; the enums,
+/// [`SERVED`], the decoding and the encoding are generated from it.
+macro_rules! served_apis {
+    ($($variant:ident: $key:ident $min:literal..=$max:literal, $request:ident => $response:ident;)*) => {
+        /// The APIs Skiff serves with the versions it advertises (min, max).
+        pub const SERVED: &[(ApiKey, i16, i16)] = &[$((ApiKey::$key, $min, $max),)*];
+
+        /// A request Skiff serves, decoded.
+        #[derive(Debug)]
+        pub enum Request {
+            $($variant(schema::$request),)*
+        }
+
+        /// A response to one of the [`Request`]s.
+        #[derive(Debug)]
+        pub enum Response {
+            $($variant(schema::$response),)*
+        }
+
+        fn decode_body(
+            api: ApiKey,
+            version: i16,
+            buf: &mut Bytes,
+        ) -> Option<anyhow::Result<Request>> {
+            Some(match api {
+                $(ApiKey::$key => schema::$request::decode(buf, version).map(Request::$variant),)*
+                _ => return None,
+            })
+        }
+
+        fn encode_body(response: &Response, buf: &mut BytesMut, version: i16) -> anyhow::Result<()> {
+            match response {
+                $(Response::$variant(r) => r.encode(buf, version),)*
+            }
+        }
+    };
 }
 
-/// A response to one of the [`Request`]s.
-#[derive(Debug)]
-pub enum Response {
-    ApiVersions(ApiVersionsResponse),
-    Metadata(MetadataResponse),
-    Produce(ProduceResponse),
-    Fetch(FetchResponse),
-    ListOffsets(ListOffsetsResponse),
-    InitProducerId(InitProducerIdResponse),
+// Produce starts at 0 as Kafka 4 advertises it (librdkafka before 2.11.1 enables compression only
+// when v0 is in the range); v0–2 carry message sets of magic 0/1, which are refused. The maxima
+// stay below the versions that name topics by id (Fetch 13, Produce 13, OffsetCommit and
+// OffsetFetch 10) and below FindCoordinator's share-group keys.
+served_apis! {
+    Produce: Produce 0..=11, ProduceRequest => ProduceResponse;
+    Fetch: Fetch 4..=12, FetchRequest => FetchResponse;
+    ListOffsets: ListOffsets 1..=7, ListOffsetsRequest => ListOffsetsResponse;
+    Metadata: Metadata 0..=12, MetadataRequest => MetadataResponse;
+    OffsetCommit: OffsetCommit 2..=9, OffsetCommitRequest => OffsetCommitResponse;
+    OffsetFetch: OffsetFetch 1..=9, OffsetFetchRequest => OffsetFetchResponse;
+    FindCoordinator: FindCoordinator 0..=4, FindCoordinatorRequest => FindCoordinatorResponse;
+    JoinGroup: JoinGroup 0..=9, JoinGroupRequest => JoinGroupResponse;
+    Heartbeat: Heartbeat 0..=4, HeartbeatRequest => HeartbeatResponse;
+    LeaveGroup: LeaveGroup 0..=5, LeaveGroupRequest => LeaveGroupResponse;
+    SyncGroup: SyncGroup 0..=5, SyncGroupRequest => SyncGroupResponse;
+    DescribeGroups: DescribeGroups 0..=5, DescribeGroupsRequest => DescribeGroupsResponse;
+    ListGroups: ListGroups 0..=4, ListGroupsRequest => ListGroupsResponse;
+    ApiVersions: ApiVersions 0..=4, ApiVersionsRequest => ApiVersionsResponse;
+    InitProducerId: InitProducerId 0..=5, InitProducerIdRequest => InitProducerIdResponse;
 }
 
 /// What a response needs of its request: which schema and version, and the correlation id.
@@ -187,27 +221,9 @@ pub fn decode_request(frame: Bytes) -> Result<Decoded, DecodeError> {
         RequestHeader::decode(&mut buf, api.request_header_version(version)).map_err(malformed)?;
     guard::check(api, version, &buf)
         .map_err(|why| DecodeError::Malformed(format!("{api:?} v{version}: {why}")))?;
-    let request = match api {
-        ApiKey::ApiVersions => {
-            Request::ApiVersions(ApiVersionsRequest::decode(&mut buf, version).map_err(malformed)?)
-        }
-        ApiKey::Metadata => {
-            Request::Metadata(MetadataRequest::decode(&mut buf, version).map_err(malformed)?)
-        }
-        ApiKey::Produce => {
-            Request::Produce(ProduceRequest::decode(&mut buf, version).map_err(malformed)?)
-        }
-        ApiKey::Fetch => {
-            Request::Fetch(FetchRequest::decode(&mut buf, version).map_err(malformed)?)
-        }
-        ApiKey::InitProducerId => Request::InitProducerId(
-            InitProducerIdRequest::decode(&mut buf, version).map_err(malformed)?,
-        ),
-        ApiKey::ListOffsets => {
-            Request::ListOffsets(ListOffsetsRequest::decode(&mut buf, version).map_err(malformed)?)
-        }
-        _ => return Err(DecodeError::UnknownApi(key)),
-    };
+    let request = decode_body(api, version, &mut buf)
+        .ok_or(DecodeError::UnknownApi(key))?
+        .map_err(malformed)?;
     Ok(Decoded::Request {
         reply_to: ReplyTo {
             api_key: api,
@@ -255,14 +271,7 @@ pub fn encode_response(reply_to: &ReplyTo, response: &Response) -> Result<Bytes,
     header
         .encode(&mut buf, reply_to.api_key.response_header_version(version))
         .map_err(|err| err.to_string())?;
-    let body = match response {
-        Response::ApiVersions(r) => r.encode(&mut buf, version),
-        Response::Metadata(r) => r.encode(&mut buf, version),
-        Response::Produce(r) => r.encode(&mut buf, version),
-        Response::Fetch(r) => r.encode(&mut buf, version),
-        Response::ListOffsets(r) => r.encode(&mut buf, version),
-        Response::InitProducerId(r) => r.encode(&mut buf, version),
-    };
+    let body = encode_body(response, &mut buf, version);
     body.map_err(|err| format!("{:?} v{version}: {err}", reply_to.api_key))?;
     Ok(buf.freeze())
 }

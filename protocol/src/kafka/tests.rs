@@ -1,6 +1,7 @@
 use super::*;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::TopicName;
+use kafka_protocol::messages::*;
 use kafka_protocol::protocol::encode_request_header_into_buffer;
 
 /// A request frame as a client writes it (without the size prefix).
@@ -75,10 +76,10 @@ fn unserved_keys_and_versions_close_but_a_newer_api_versions_is_answered() {
         Err(DecodeError::UnsupportedVersion { version: 2, .. })
     ));
     let mut unknown = frame(ApiKey::Metadata, 1, 1, metadata(&[])).to_vec();
-    unknown[0..2].copy_from_slice(&11i16.to_be_bytes()); // JoinGroup: not served yet
+    unknown[0..2].copy_from_slice(&19i16.to_be_bytes()); // CreateTopics: not served yet
     assert!(matches!(
         decode_request(Bytes::from(unknown)),
-        Err(DecodeError::UnknownApi(11))
+        Err(DecodeError::UnknownApi(19))
     ));
     assert!(decode_request(Bytes::from_static(&[0, 3])).is_err());
 }
@@ -115,7 +116,7 @@ fn every_served_request_decodes_at_every_advertised_version() {
     use kafka_protocol::messages::list_offsets_request::{ListOffsetsPartition, ListOffsetsTopic};
     use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
     let name = || TopicName(StrBytes::from_static_str("orders"));
-    for (api, min, max) in SERVED {
+    for &(api, min, max) in SERVED {
         for version in min.max(if api == ApiKey::Produce { 3 } else { 0 })..=max {
             let body = match api {
                 ApiKey::ApiVersions => frame(api, version, 1, ApiVersionsRequest::default()),
@@ -149,6 +150,91 @@ fn every_served_request_decodes_at_every_advertised_version() {
                             ListOffsetsPartition::default().with_partition_index(3)
                         ])]),
                 ),
+                ApiKey::FindCoordinator => frame(
+                    api,
+                    version,
+                    1,
+                    if version < 4 {
+                        FindCoordinatorRequest::default().with_key(StrBytes::from_static_str("g"))
+                    } else {
+                        FindCoordinatorRequest::default()
+                            .with_key(StrBytes::default())
+                            .with_coordinator_keys(vec![StrBytes::from_static_str("g")])
+                    },
+                ),
+                ApiKey::JoinGroup => frame(
+                    api,
+                    version,
+                    1,
+                    JoinGroupRequest::default().with_protocols(vec![
+                        join_group_request::JoinGroupRequestProtocol::default()
+                            .with_name(StrBytes::from_static_str("range"))
+                            .with_metadata(Bytes::from_static(b"meta")),
+                    ]),
+                ),
+                ApiKey::SyncGroup => frame(
+                    api,
+                    version,
+                    1,
+                    SyncGroupRequest::default().with_assignments(vec![
+                        sync_group_request::SyncGroupRequestAssignment::default()
+                            .with_assignment(Bytes::from_static(b"a")),
+                    ]),
+                ),
+                ApiKey::Heartbeat => frame(api, version, 1, HeartbeatRequest::default()),
+                ApiKey::LeaveGroup => frame(
+                    api,
+                    version,
+                    1,
+                    if version >= 3 {
+                        LeaveGroupRequest::default()
+                            .with_members(vec![leave_group_request::MemberIdentity::default()])
+                    } else {
+                        LeaveGroupRequest::default()
+                    },
+                ),
+                ApiKey::OffsetCommit => frame(
+                    api,
+                    version,
+                    1,
+                    OffsetCommitRequest::default().with_topics(vec![
+                        offset_commit_request::OffsetCommitRequestTopic::default()
+                            .with_name(name())
+                            .with_partitions(vec![
+                                offset_commit_request::OffsetCommitRequestPartition::default(),
+                            ]),
+                    ]),
+                ),
+                ApiKey::OffsetFetch => frame(
+                    api,
+                    version,
+                    1,
+                    if version >= 8 {
+                        OffsetFetchRequest::default().with_groups(vec![
+                            offset_fetch_request::OffsetFetchRequestGroup::default().with_topics(
+                                Some(vec![
+                                    offset_fetch_request::OffsetFetchRequestTopics::default()
+                                        .with_name(name())
+                                        .with_partition_indexes(vec![0, 1]),
+                                ]),
+                            ),
+                        ])
+                    } else {
+                        OffsetFetchRequest::default().with_topics(Some(vec![
+                            offset_fetch_request::OffsetFetchRequestTopic::default()
+                                .with_name(name())
+                                .with_partition_indexes(vec![0, 1]),
+                        ]))
+                    },
+                ),
+                ApiKey::DescribeGroups => frame(
+                    api,
+                    version,
+                    1,
+                    DescribeGroupsRequest::default()
+                        .with_groups(vec![GroupId(StrBytes::from_static_str("g"))]),
+                ),
+                ApiKey::ListGroups => frame(api, version, 1, ListGroupsRequest::default()),
                 _ => unreachable!(),
             };
             let decoded = decode_request(body);

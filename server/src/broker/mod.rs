@@ -567,10 +567,12 @@ impl Broker {
             kafka_addr = Some(bound);
             let front =
                 kafka::KafkaFront::new(state.clone(), (state.config.advertised_ip(), bound.port()));
+            let front = Arc::new(front);
+            background.push(tokio::spawn(front.run_timers(shutdown.clone())));
             // Plain TCP only: Kafka's TLS and SASL are not served yet (`bind_kafka` refuses them).
             background.push(tokio::spawn(net::serve_front(
                 listener,
-                Arc::new(front),
+                front,
                 limits,
                 crate::tls::ServerTls::disabled(),
                 shutdown.clone(),

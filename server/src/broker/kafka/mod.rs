@@ -12,12 +12,16 @@
 //! (`serverMaxInFlightRequests`): past that the reader stops reading its socket.
 //!
 //! Served: ApiVersions, Metadata (with auto-creation), Produce (idempotent producers too, see
-//! `idempotence`), Fetch (long polling), ListOffsets and InitProducerId; `docs/kafka.md` lists
-//! versions and what is not served yet.
+//! `idempotence`), Fetch (long polling), ListOffsets, InitProducerId, and classic consumer
+//! groups (`groups`, a state machine without I/O; `group_api` on the wire; committed offsets in
+//! `offsets`); `docs/kafka.md` lists versions and what is not served yet.
 
 mod fetch;
+mod group_api;
+mod groups;
 mod idempotence;
 mod metadata;
+mod offsets;
 mod produce;
 
 use std::future::Future;
@@ -50,17 +54,26 @@ pub(crate) struct KafkaFront {
     advertised: (String, u16),
     producer_ids: idempotence::ProducerIds,
     sequences: parking_lot::Mutex<idempotence::Sequences>,
+    groups: Arc<group_api::Groups>,
 }
 
 impl KafkaFront {
     pub(super) fn new(state: Arc<BrokerState>, advertised: (String, u16)) -> Self {
         let config_dir = super::persist::config_dir(&state.config.store_path_root_dir);
         KafkaFront {
-            producer_ids: idempotence::ProducerIds::load(config_dir),
+            producer_ids: idempotence::ProducerIds::load(config_dir.clone()),
             sequences: parking_lot::Mutex::default(),
+            groups: Arc::new(group_api::Groups::new(offsets::GroupOffsets::load(
+                config_dir,
+            ))),
             state,
             advertised,
         }
+    }
+
+    /// Runs the consumer groups' timeouts (sessions, rebalances) until `shutdown`.
+    pub(super) fn run_timers(&self, shutdown: CancellationToken) -> impl Future<Output = ()> {
+        self.groups.clone().run_timers(shutdown)
     }
 }
 
@@ -130,8 +143,10 @@ impl Front for KafkaFront {
             activity.touch();
             let (reply_to, answer) = match kafka::decode_request(frame) {
                 Ok(Decoded::Request {
-                    reply_to, request, ..
-                }) => (reply_to, self.handle(peer, reply_to, *request)),
+                    reply_to,
+                    client_id,
+                    request,
+                }) => (reply_to, self.handle(peer, client_id, reply_to, *request)),
                 Ok(Decoded::ApiVersionsTooNew { reply_to }) => (
                     reply_to,
                     Answer::Now(Response::ApiVersions(kafka::api_versions_too_new())),
@@ -191,9 +206,28 @@ impl Front for KafkaFront {
 }
 
 impl KafkaFront {
-    fn handle(self: &Arc<Self>, peer: SocketAddr, reply_to: ReplyTo, request: Request) -> Answer {
+    fn handle(
+        self: &Arc<Self>,
+        peer: SocketAddr,
+        client_id: Option<String>,
+        reply_to: ReplyTo,
+        request: Request,
+    ) -> Answer {
         let state = &self.state;
+        let version = reply_to.version;
+        let groups = &self.groups;
         match request {
+            Request::FindCoordinator(request) => {
+                groups.find_coordinator(&self.advertised, version, request)
+            }
+            Request::JoinGroup(request) => groups.join(peer, client_id, version, request),
+            Request::SyncGroup(request) => groups.sync(version, request),
+            Request::Heartbeat(request) => groups.heartbeat(request),
+            Request::LeaveGroup(request) => groups.leave(version, request),
+            Request::OffsetCommit(request) => groups.commit(state, request),
+            Request::OffsetFetch(request) => groups.offset_fetch(version, request),
+            Request::DescribeGroups(request) => groups.describe(request),
+            Request::ListGroups(request) => groups.list(request),
             Request::ApiVersions(_) => Answer::Now(Response::ApiVersions(kafka::api_versions())),
             Request::Metadata(request) => {
                 metadata::handle(state, &self.advertised, reply_to.version, request)
