@@ -77,6 +77,9 @@ step "headless Chromium for the web console's browser test (scripts/chromium.sh)
 step "fetch the official Go client (compat-tests/go)"
 ./scripts/compat-go.sh fetch
 
+step "fetch the Kafka clients librdkafka (PyPI, into a cached venv) and franz-go (compat-tests/go-kafka)"
+./scripts/compat-kafka.sh fetch
+
 step "cargo test (unit, integration, compat)"
 SKIFF_CONSOLE_BROWSER=required cargo test --workspace --exclude testcontainers-skiff --no-fail-fast
 

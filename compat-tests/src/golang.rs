@@ -49,10 +49,9 @@ pub fn go_bin() -> PathBuf {
     PathBuf::from("go")
 }
 
-/// go.mod, go.sum and the `.go` files of the module, sorted: what a build depends on.
-fn sources() -> Result<Vec<PathBuf>> {
-    let dir = go_dir();
-    let mut files: Vec<PathBuf> = fs::read_dir(&dir)
+/// go.mod, go.sum and the `.go` files of the module in `dir`, sorted: what a build depends on.
+pub(crate) fn module_sources(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
         .with_context(|| format!("read {}", dir.display()))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
@@ -123,12 +122,16 @@ impl GoClient {
     }
 }
 
-/// `go build` of the scenario module into `<work>/compat-go-<stamp>` unless that exists. The
+/// `go build` of the scenario module into `<work>/compat-go-<stamp>` unless that exists.
+fn build() -> Result<PathBuf> {
+    build_module(&go_dir(), &work_dir(), "compat-go")
+}
+
+/// `go build` of the Go module in `dir` into `<work>/<name>-<stamp>` unless that exists. The
 /// stamp covers the sources and `go version`; module downloads go through the normal proxy
 /// (GOPROXY) into the shared module cache and are checked against the committed go.sum.
-fn build() -> Result<PathBuf> {
-    let work = work_dir();
-    fs::create_dir_all(&work)?;
+pub(crate) fn build_module(dir: &Path, work: &Path, name: &str) -> Result<PathBuf> {
+    fs::create_dir_all(work)?;
     let version = Command::new(go_bin())
         .arg("version")
         .output()
@@ -140,7 +143,7 @@ fn build() -> Result<PathBuf> {
         );
     }
     let mut parts: Vec<Vec<u8>> = vec![version.stdout];
-    for s in sources()? {
+    for s in module_sources(dir)? {
         parts.push(
             s.file_name()
                 .unwrap_or_default()
@@ -150,29 +153,32 @@ fn build() -> Result<PathBuf> {
         parts.push(fs::read(&s)?);
     }
     let refs: Vec<&[u8]> = parts.iter().map(Vec::as_slice).collect();
-    let bin = work.join(format!("compat-go-{}", fnv(&refs)));
+    let bin = work.join(format!("{name}-{}", fnv(&refs)));
     if bin.exists() {
         return Ok(bin);
     }
-    let tmp = work.join(format!("compat-go.new{}", std::process::id()));
+    let tmp = work.join(format!("{name}.new{}", std::process::id()));
     let mut cmd = Command::new(go_bin());
-    cmd.current_dir(go_dir())
-        // Never switch toolchains (that would download one); go.mod asks for an older Go.
+    cmd.current_dir(dir)
+        // Never switch toolchains (that would download one).
         .env("GOTOOLCHAIN", "local")
         // go.sum is the pin: never rewrite it. No VCS stamp (a fresh clone may not allow git).
         .env("GOFLAGS", "-mod=readonly -buildvcs=false")
         .args(["build", "-o"])
         .arg(&tmp)
         .arg(".");
-    process::run("go-build", cmd, &work.join("logs"), GO_BUILD_TIMEOUT).context(
-        "build the Go scenarios (`go build` in compat-tests/go; is the Go module proxy reachable?)",
-    )?;
+    process::run("go-build", cmd, &work.join("logs"), GO_BUILD_TIMEOUT).with_context(|| {
+        format!(
+            "build the Go scenarios (`go build` in {}; a recent enough Go, and the Go module \
+             proxy reachable?)",
+            dir.display()
+        )
+    })?;
     // Stale binaries of earlier sources are of no use.
-    if let Ok(entries) = fs::read_dir(&work) {
+    let stale = format!("{name}-");
+    if let Ok(entries) = fs::read_dir(work) {
         for e in entries.flatten() {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with("compat-go-") && e.path() != bin {
+            if e.file_name().to_string_lossy().starts_with(&stale) && e.path() != bin {
                 let _ = fs::remove_file(e.path());
             }
         }
@@ -187,7 +193,7 @@ mod tests {
 
     #[test]
     fn build_stamp_covers_the_module_files() {
-        let names: Vec<String> = sources()
+        let names: Vec<String> = module_sources(&go_dir())
             .unwrap()
             .iter()
             .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())

@@ -1,11 +1,11 @@
-//! A Kafka listener under test and the official Kafka Java client's scenarios against it.
+//! A Kafka listener under test, against which the Kafka clients' scenarios run
+//! ([`crate::kafka_clients`]: the Java client, librdkafka and franz-go).
 //!
 //! The target is Skiff (`skiff standalone … --kafka-listen`) or, as the reference, a real Apache
 //! Kafka broker: one KRaft JVM that is both broker and controller, from Maven Central
 //! (`java/kafka-broker/pom.xml`), its storage formatted by Kafka's own tool. Either listens on
 //! free loopback ports with a temporary directory, is ready once its Kafka port accepts a
-//! connection, and is killed when dropped. The scenarios (`java/kafka/KafkaScenarios.java`) run
-//! with kafka-clients (`java/kafka/pom.xml`) as a single source file, one JVM each.
+//! connection, and is killed when dropped.
 
 use std::fs;
 use std::net::{TcpListener, TcpStream};
@@ -18,33 +18,23 @@ use std::time::{Duration, Instant};
 use anyhow::{bail, Context, Result};
 
 use crate::java;
+use crate::kafka_clients::{self, KafkaClient};
 use crate::process::{self, Proc};
 use crate::settings::{self, TargetKind};
 use crate::target::skiff_bin;
 
-/// The Kafka version of the client and of the Apache broker; both poms pin it as `kafka.version`.
+/// The Kafka version of the Java client and of the Apache broker; both poms pin it as
+/// `kafka.version`.
 pub const KAFKA_VERSION: &str = "4.1.1";
 
 /// How long a target may take until its Kafka port accepts (Apache Kafka needs 2-5 s).
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
 /// Formatting a fresh log directory takes about a second.
 const FORMAT_TIMEOUT: Duration = Duration::from_secs(120);
-/// Upper bound for one scenario JVM; its own waits are at most 30 s for the producer, 60 s for
-/// the poll loop and 30 s for each offset lookup.
-const SCENARIO_TIMEOUT: Duration = Duration::from_secs(240);
 
 /// The Apache target's cluster id, any 16 bytes in base64url (here "skiff-compat-kfk"): every
 /// target formats a directory of its own.
 const CLUSTER_ID: &str = "c2tpZmYtY29tcGF0LWtmaw";
-
-/// The scenarios' JVM flags, as the RocketMQ scenarios': a small heap and C1 only.
-const SCENARIO_JVM: [&str; 5] = [
-    "-Xms64m",
-    "-Xmx256m",
-    "-XX:TieredStopAtLevel=1",
-    "-XX:+UseSerialGC",
-    "-Xshare:auto",
-];
 
 /// The broker logs at INFO to stdout, which the harness keeps in `kafka.out`.
 const LOG4J2: &str = "appender.out.type = Console
@@ -54,11 +44,6 @@ appender.out.layout.pattern = %d{HH:mm:ss.SSS} %-5level %c{1} - %msg%n
 rootLogger.level = INFO
 rootLogger.appenderRef.out.ref = OUT
 ";
-
-/// `compat-tests/java/kafka`: the client's pom and the scenario source.
-fn client_dir() -> PathBuf {
-    java::java_dir().join("kafka")
-}
 
 /// `N` distinct free loopback ports, from below Linux's ephemeral range (as `target.rs` picks its
 /// own, for the same reason: a port the kernel may hand out to an outgoing connection can be taken
@@ -225,18 +210,33 @@ impl KafkaTarget {
         format!("{tail}\n(target dir: {})", self.dir.display())
     }
 
-    /// Runs a scenario of `KafkaScenarios.java` against this target (`--bootstrap` is added to
-    /// `args`) and returns its result line. Fails with the scenario's output and the target's
-    /// logs unless it exits 0 with a line ending in `result=ok`, or if the target died.
-    pub fn run(&mut self, scenario: &str, args: &[(&str, &str)]) -> Result<String> {
+    /// Runs a scenario of `client` against this target (`--bootstrap` is added to `args`) in
+    /// `runs/<client>-<scenario>-<n>/` and returns its result line. Fails with the scenario's
+    /// output and the target's logs unless it exits 0 with a line ending in `result=ok`, or if
+    /// the target died.
+    pub fn run(
+        &mut self,
+        client: KafkaClient,
+        scenario: &str,
+        args: &[(&str, &str)],
+    ) -> Result<String> {
         self.runs += 1;
-        let run_dir = self.dir.join(format!("runs/{scenario}-{}", self.runs));
+        let run_dir = self
+            .dir
+            .join(format!("runs/{}-{scenario}-{}", client.name(), self.runs));
         // A dead target fails at once, not after the client's timeouts.
         let result = self
             .check_alive()
-            .and_then(|()| run_scenario(&self.bootstrap(), scenario, args, &run_dir))
+            .and_then(|()| kafka_clients::run(client, &self.bootstrap(), scenario, args, &run_dir))
             .and_then(|line| self.check_alive().map(|()| line));
-        result.with_context(|| format!("{scenario} against {:?}\n{}", self.kind, self.logs()))
+        result.with_context(|| {
+            format!(
+                "{} {scenario} against {:?}\n{}",
+                client.pinned(),
+                self.kind,
+                self.logs()
+            )
+        })
     }
 }
 
@@ -285,40 +285,6 @@ fn start_apache(dir: &Path, kafka_port: u16, controller_port: u16) -> Result<Pro
     let mut server = jvm("kafka.Kafka");
     server.arg(&props);
     Proc::spawn("kafka", server, dir)
-}
-
-/// One scenario JVM, the source file launched directly against kafka-clients' classpath.
-fn run_scenario(
-    bootstrap: &str,
-    scenario: &str,
-    args: &[(&str, &str)],
-    run_dir: &Path,
-) -> Result<String> {
-    let cp = java::classpath(&client_dir(), "kafka-client", KAFKA_VERSION)?;
-    fs::create_dir_all(run_dir.join("tmp"))?;
-    let mut cmd = Command::new(java::java_bin());
-    cmd.current_dir(run_dir)
-        .args(SCENARIO_JVM)
-        .arg(format!(
-            "-Djava.io.tmpdir={}",
-            run_dir.join("tmp").display()
-        ))
-        // The client's own log (slf4j-simple, on stderr): warnings and errors only.
-        .arg("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn")
-        .arg("-cp")
-        .arg(&cp)
-        .arg(client_dir().join("KafkaScenarios.java"))
-        .arg(scenario)
-        .arg("--bootstrap")
-        .arg(bootstrap);
-    for (k, v) in args {
-        cmd.arg(format!("--{k}")).arg(v);
-    }
-    let out = process::run(&format!("kafka-{scenario}"), cmd, run_dir, SCENARIO_TIMEOUT)?;
-    match out.lines().find(|l| l.ends_with("result=ok")) {
-        Some(line) => Ok(line.to_string()),
-        None => bail!("kafka-{scenario} exited 0 without a result=ok line:\n{out}"),
-    }
 }
 
 /// Marks a directory kept for inspection after a failure (the name `target.rs` uses).

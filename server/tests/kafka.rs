@@ -621,3 +621,62 @@ async fn a_consumer_group_joins_syncs_commits_and_leaves() {
     assert!(!matches!(reply, Ok(Reply::Offset(17))), "{reply:?}");
     cluster.stop().await;
 }
+
+#[tokio::test]
+async fn topics_are_created_described_and_deleted_as_rocketmq_admin_would() {
+    use kafka_protocol::messages::create_topics_request::CreatableTopic;
+    use kafka_protocol::messages::describe_configs_request::DescribeConfigsResource;
+    use kafka_protocol::messages::*;
+    let cluster = kafka_cluster().await;
+    let mut client = Client::connect(&cluster).await;
+    let topic = |name: &str, partitions: i32, replication: i16| {
+        CreatableTopic::default()
+            .with_name(self::name(name))
+            .with_num_partitions(partitions)
+            .with_replication_factor(replication)
+    };
+    let create = CreateTopicsRequest::default().with_topics(vec![
+        topic("Created", 3, 1),
+        topic("Created", 3, 1),
+        topic("TooReplicated", 3, 3),
+        topic("NoPartitions", 0, 1),
+        topic("bad.name", 1, 1),
+        topic("Defaulted", -1, -1),
+    ]);
+    client.send(ApiKey::CreateTopics, 7, &create).await;
+    let (_, created): (_, CreateTopicsResponse) = client.receive(ApiKey::CreateTopics, 7).await;
+    let codes: Vec<i16> = created.topics.iter().map(|t| t.error_code).collect();
+    assert_eq!(codes, vec![0, 36, 38, 37, 17, 0]);
+    assert_eq!(created.topics[5].num_partitions, 8, "defaultTopicQueueNums");
+    assert_eq!(
+        cluster.route("Created").await.queue_datas[0].write_queue_nums,
+        3
+    );
+
+    let describe = DescribeConfigsRequest::default().with_resources(vec![
+        DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("Created"))
+            .with_configuration_keys(Some(vec![StrBytes::from_static_str("max.message.bytes")])),
+        DescribeConfigsResource::default()
+            .with_resource_type(2)
+            .with_resource_name(StrBytes::from_static_str("Missing")),
+    ]);
+    client.send(ApiKey::DescribeConfigs, 4, &describe).await;
+    let (_, described): (_, DescribeConfigsResponse) =
+        client.receive(ApiKey::DescribeConfigs, 4).await;
+    assert_eq!(described.results[0].configs.len(), 1);
+    assert_eq!(
+        described.results[0].configs[0].value.as_deref(),
+        Some("4194304")
+    );
+    assert_eq!(described.results[1].error_code, 3);
+
+    let delete =
+        DeleteTopicsRequest::default().with_topic_names(vec![name("Created"), name("Missing")]);
+    client.send(ApiKey::DeleteTopics, 5, &delete).await;
+    let (_, deleted): (_, DeleteTopicsResponse) = client.receive(ApiKey::DeleteTopics, 5).await;
+    let codes: Vec<i16> = deleted.responses.iter().map(|t| t.error_code).collect();
+    assert_eq!(codes, vec![0, 3]);
+    cluster.stop().await;
+}

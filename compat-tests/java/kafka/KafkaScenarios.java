@@ -1,8 +1,8 @@
 // The Kafka scenarios of tests/kafka.rs: the official Java client (kafka-clients, pom.xml beside
 // this file) against a broker's Kafka listener. Launched as a single source file:
 //
-//   java -cp <classpath> KafkaScenarios.java produce-consume --bootstrap HOST:PORT --topic T
-//        [--count 10000] [--compression none|gzip|snappy|lz4|zstd]
+//   java -cp <classpath> KafkaScenarios.java produce-consume[-idempotent] --bootstrap HOST:PORT
+//        --topic T [--count 10000] [--compression none|gzip|snappy|lz4|zstd]
 //
 // It prints one result line, `... result=ok` and exits 0, or `result=fail: reason` and exits 1.
 // The client's threads are not daemons, so the exit is explicit.
@@ -17,6 +17,10 @@
 // offset lookups: end offsets are the per-partition counts, beginning offsets 0, and
 // offsetsForTimes finds, in every partition, the first record at or after a time in the middle,
 // and nothing after the last record.
+//
+// produce-consume-idempotent: the same with an idempotent producer (enable.idempotence=true, the
+// client's default; set explicitly so that a broker without InitProducerId fails the run rather
+// than the client quietly producing without it).
 
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
@@ -45,6 +49,7 @@ import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.record.TimestampType;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.common.utils.Utils;
 
 public final class KafkaScenarios {
@@ -74,21 +79,29 @@ public final class KafkaScenarios {
         try {
             Map<String, String> a = args(argv);
             String scenario = argv.length > 0 ? argv[0] : "";
-            if (!scenario.equals("produce-consume")) {
-                throw new Failure("unknown scenario '" + scenario + "' (expected produce-consume)");
+            boolean idempotent = scenario.equals("produce-consume-idempotent");
+            if (!idempotent && !scenario.equals("produce-consume")) {
+                throw new Failure("unknown scenario '" + scenario
+                        + "' (expected produce-consume or produce-consume-idempotent)");
             }
             System.out.println(produceConsume(
                     required(a, "bootstrap"),
                     required(a, "topic"),
                     Integer.parseInt(a.getOrDefault("count", "10000")),
-                    a.getOrDefault("compression", "none")));
+                    a.getOrDefault("compression", "none"),
+                    idempotent));
             code = 0;
         } catch (Failure e) {
             System.out.println("result=fail: " + e.getMessage());
             code = 1;
         } catch (Throwable e) {
             e.printStackTrace();
-            System.out.println("result=fail: " + e);
+            // The causes too: a client error often says what went wrong only in its cause.
+            StringBuilder reason = new StringBuilder(e.toString());
+            for (Throwable c = e.getCause(); c != null && c != c.getCause(); c = c.getCause()) {
+                reason.append("; caused by ").append(c);
+            }
+            System.out.println("result=fail: " + reason);
             code = 1;
         }
         System.out.flush();
@@ -148,15 +161,15 @@ public final class KafkaScenarios {
     record Ack(int partition, long offset) {
     }
 
-    static String produceConsume(String bootstrap, String topic, int count, String compression)
-            throws Exception {
+    static String produceConsume(String bootstrap, String topic, int count, String compression,
+            boolean idempotent) throws Exception {
         check(count > 0, "--count must be positive");
         // An hour back: within what a broker accepts as CreateTime (Kafka 4 refuses more than an
         // hour ahead, and keeps a week), and every record's time is distinct and known.
         long base = System.currentTimeMillis() - 3_600_000L;
 
         long started = System.nanoTime();
-        Ack[] acks = produce(bootstrap, topic, count, compression, base);
+        Ack[] acks = produce(bootstrap, topic, count, compression, idempotent, base);
         long produceMs = (System.nanoTime() - started) / 1_000_000;
 
         started = System.nanoTime();
@@ -184,20 +197,21 @@ public final class KafkaScenarios {
             long consumeMs = (System.nanoTime() - started) / 1_000_000;
             checkOffsets(consumer, tps, stored, base, count);
             return "produced=" + count + " consumed=" + count + " partitions=" + partitions
-                    + " compression=" + compression + " produce_ms=" + produceMs
-                    + " consume_ms=" + consumeMs + " result=ok";
+                    + " compression=" + compression + " idempotence=" + idempotent
+                    + " produce_ms=" + produceMs + " consume_ms=" + consumeMs
+                    + " client=kafka-clients-" + AppInfoParser.getVersion() + " result=ok";
         }
     }
 
-    static Ack[] produce(String bootstrap, String topic, int count, String compression, long base)
-            throws Exception {
+    static Ack[] produce(String bootstrap, String topic, int count, String compression,
+            boolean idempotent, long base) throws Exception {
         Properties p = new Properties();
         p.put("bootstrap.servers", bootstrap);
         p.put("client.id", "skiff-compat-producer");
         p.put("key.serializer", ByteArraySerializer.class.getName());
         p.put("value.serializer", ByteArraySerializer.class.getName());
         p.put("acks", "all");
-        p.put("enable.idempotence", "false");
+        p.put("enable.idempotence", String.valueOf(idempotent));
         p.put("linger.ms", "5");
         p.put("compression.type", compression);
         // Fail within the bounds of the harness rather than the client's minutes: waiting for

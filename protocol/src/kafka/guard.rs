@@ -294,6 +294,47 @@ pub fn check(api_key: ApiKey, version: i16, body: &[u8]) -> Result<(), Refusal> 
                 w.string()?;
             }
         }
+        ApiKey::CreateTopics => {
+            for _ in 0..w.array(string + 4 + 2 + array + array + tags)? {
+                w.string()?;
+                w.skip(4 + 2)?; // partitions, replication factor
+                for _ in 0..w.array(4 + array + tags)? {
+                    w.skip(4)?;
+                    let brokers = w.array(4)?;
+                    w.skip(4 * brokers)?;
+                    w.tags()?;
+                }
+                for _ in 0..w.array(string + string + tags)? {
+                    w.string()?;
+                    w.string()?;
+                    w.tags()?;
+                }
+                w.tags()?;
+            }
+        }
+        ApiKey::DeleteTopics => {
+            if version >= 6 {
+                for _ in 0..w.array(string + 16 + tags)? {
+                    w.string()?;
+                    w.skip(16)?;
+                    w.tags()?;
+                }
+            } else {
+                for _ in 0..w.array(string)? {
+                    w.string()?;
+                }
+            }
+        }
+        ApiKey::DescribeConfigs => {
+            for _ in 0..w.array(1 + string + array + tags)? {
+                w.skip(1)?;
+                w.string()?;
+                for _ in 0..w.array(string)? {
+                    w.string()?;
+                }
+                w.tags()?;
+            }
+        }
         // No arrays before its tagged fields, which the decoder reads without pre-allocating.
         _ => {}
     }

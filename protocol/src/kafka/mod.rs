@@ -50,6 +50,10 @@ pub mod error {
     pub const INVALID_SESSION_TIMEOUT: i16 = 26;
     pub const REBALANCE_IN_PROGRESS: i16 = 27;
     pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
+    pub const TOPIC_ALREADY_EXISTS: i16 = 36;
+    pub const INVALID_PARTITIONS: i16 = 37;
+    pub const INVALID_REPLICATION_FACTOR: i16 = 38;
+    pub const INVALID_REPLICA_ASSIGNMENT: i16 = 39;
     pub const UNSUPPORTED_VERSION: i16 = 35;
     pub const INVALID_REQUEST: i16 = 42;
     pub const UNSUPPORTED_FOR_MESSAGE_FORMAT: i16 = 43;
@@ -59,6 +63,7 @@ pub mod error {
     pub const INVALID_PRODUCER_EPOCH: i16 = 47;
     pub const TRANSACTIONAL_ID_AUTHORIZATION_FAILED: i16 = 53;
     pub const NON_EMPTY_GROUP: i16 = 68;
+    pub const TOPIC_DELETION_DISABLED: i16 = 73;
     pub const GROUP_ID_NOT_FOUND: i16 = 69;
     pub const UNSUPPORTED_COMPRESSION_TYPE: i16 = 76;
     pub const MEMBER_ID_REQUIRED: i16 = 79;
@@ -138,6 +143,9 @@ served_apis! {
     ListGroups: ListGroups 0..=4, ListGroupsRequest => ListGroupsResponse;
     ApiVersions: ApiVersions 0..=4, ApiVersionsRequest => ApiVersionsResponse;
     InitProducerId: InitProducerId 0..=5, InitProducerIdRequest => InitProducerIdResponse;
+    CreateTopics: CreateTopics 2..=7, CreateTopicsRequest => CreateTopicsResponse;
+    DeleteTopics: DeleteTopics 1..=6, DeleteTopicsRequest => DeleteTopicsResponse;
+    DescribeConfigs: DescribeConfigs 1..=4, DescribeConfigsRequest => DescribeConfigsResponse;
 }
 
 /// What a response needs of its request: which schema and version, and the correlation id.

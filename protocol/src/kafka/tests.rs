@@ -76,10 +76,10 @@ fn unserved_keys_and_versions_close_but_a_newer_api_versions_is_answered() {
         Err(DecodeError::UnsupportedVersion { version: 2, .. })
     ));
     let mut unknown = frame(ApiKey::Metadata, 1, 1, metadata(&[])).to_vec();
-    unknown[0..2].copy_from_slice(&19i16.to_be_bytes()); // CreateTopics: not served yet
+    unknown[0..2].copy_from_slice(&60i16.to_be_bytes()); // DescribeCluster: not served
     assert!(matches!(
         decode_request(Bytes::from(unknown)),
-        Err(DecodeError::UnknownApi(19))
+        Err(DecodeError::UnknownApi(60))
     ));
     assert!(decode_request(Bytes::from_static(&[0, 3])).is_err());
 }
@@ -235,6 +235,45 @@ fn every_served_request_decodes_at_every_advertised_version() {
                         .with_groups(vec![GroupId(StrBytes::from_static_str("g"))]),
                 ),
                 ApiKey::ListGroups => frame(api, version, 1, ListGroupsRequest::default()),
+                ApiKey::CreateTopics => frame(
+                    api,
+                    version,
+                    1,
+                    CreateTopicsRequest::default().with_topics(vec![
+                        create_topics_request::CreatableTopic::default()
+                            .with_name(name())
+                            .with_configs(vec![
+                                create_topics_request::CreatableTopicConfig::default()
+                                    .with_name(StrBytes::from_static_str("retention.ms"))
+                                    .with_value(Some(StrBytes::from_static_str("1000"))),
+                            ]),
+                    ]),
+                ),
+                ApiKey::DeleteTopics => frame(
+                    api,
+                    version,
+                    1,
+                    if version >= 6 {
+                        DeleteTopicsRequest::default()
+                            .with_topics(vec![delete_topics_request::DeleteTopicState::default()
+                                .with_name(Some(name()))])
+                    } else {
+                        DeleteTopicsRequest::default().with_topic_names(vec![name()])
+                    },
+                ),
+                ApiKey::DescribeConfigs => frame(
+                    api,
+                    version,
+                    1,
+                    DescribeConfigsRequest::default().with_resources(vec![
+                        describe_configs_request::DescribeConfigsResource::default()
+                            .with_resource_type(2)
+                            .with_resource_name(StrBytes::from_static_str("orders"))
+                            .with_configuration_keys(Some(vec![StrBytes::from_static_str(
+                                "retention.ms",
+                            )])),
+                    ]),
+                ),
                 _ => unreachable!(),
             };
             let decoded = decode_request(body);

@@ -16,6 +16,7 @@
 //! groups (`groups`, a state machine without I/O; `group_api` on the wire; committed offsets in
 //! `offsets`); `docs/kafka.md` lists versions and what is not served yet.
 
+mod admin;
 mod fetch;
 mod group_api;
 mod groups;
@@ -228,6 +229,9 @@ impl KafkaFront {
             Request::OffsetFetch(request) => groups.offset_fetch(version, request),
             Request::DescribeGroups(request) => groups.describe(request),
             Request::ListGroups(request) => groups.list(request),
+            Request::CreateTopics(request) => admin::create_topics(state, version, request),
+            Request::DeleteTopics(request) => admin::delete_topics(state, version, request),
+            Request::DescribeConfigs(request) => admin::describe_configs(state, request),
             Request::ApiVersions(_) => Answer::Now(Response::ApiVersions(kafka::api_versions())),
             Request::Metadata(request) => {
                 metadata::handle(state, &self.advertised, reply_to.version, request)
