@@ -18,6 +18,7 @@ mod cold_read;
 pub(crate) mod config_file;
 mod console;
 mod consumers;
+mod core;
 mod forward;
 mod groups;
 mod introspect;

@@ -22,7 +22,7 @@ use super::logical_queues::{not_leader, Addressed, LogicalQueue};
 use super::timer;
 use super::transaction;
 use super::uniq_id::UniqIdGenerator;
-use super::{now_millis, schedule, send_back, BrokerState};
+use super::{core, now_millis, schedule, send_back, BrokerState};
 use crate::net::{Handled, RequestContext};
 
 pub(super) fn handle(
@@ -53,14 +53,12 @@ pub(super) fn handle(
         Ok(prepared) => prepared,
         Err(reply) => return Handled::Now(reply),
     };
-    let count = prepared.messages.len() as u64;
     // Appended here, on the connection's reader, so sends keep their arrival order; only what
     // must wait (a new topic's registration, a sync flush) runs on a task of its own.
-    let put = match state.store.append_messages(prepared.messages) {
+    let put = match core::append(state, prepared.messages) {
         Ok(put) => put,
         Err(err) => return Handled::Now(put_error_reply(&err)),
     };
-    state.stats.messages_put(count);
     let reply = ReplyParts {
         topic: prepared.topic,
         queue_id: prepared.queue_id,
@@ -293,7 +291,6 @@ fn prepare(
     }
 
     let born_host = ctx.channel.peer();
-    let uniq_ids = uniq_id_generator(&state.broker_addr);
     let now = now_millis();
     let transaction_id = (!request.batch)
         .then(|| messages[0].properties.uniq_key().map(str::to_string))
@@ -302,14 +299,7 @@ fn prepare(
         .into_iter()
         .map(|message: Message| {
             let mut properties = message.properties;
-            if properties.uniq_key().is_none() {
-                properties.insert(keys::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, uniq_ids.next(now));
-            }
-            // As Java's `buildMsgContext`: every stored message names the broker's region and
-            // trace switch, whatever the client put there.
-            properties.insert(keys::MSG_REGION, state.config.region_id.clone());
-            properties.insert(keys::TRACE_ON, state.config.trace_on.to_string());
-            properties.insert(keys::CLUSTER, state.config.broker_cluster_name.clone());
+            core::stamp(state, &mut properties, now);
             let (topic, queue_id) = timer::redirect(
                 &state.config,
                 request.batch,

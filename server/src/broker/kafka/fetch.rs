@@ -28,7 +28,7 @@ use skiff_protocol::kafka::{error, Response};
 
 use super::metadata::partitions;
 use super::Answer;
-use crate::broker::BrokerState;
+use crate::broker::{core, BrokerState};
 
 /// Messages read from the store per call; a fetch reads again until its byte limit.
 const READ_BATCH: i32 = 256;
@@ -52,8 +52,8 @@ pub(super) fn handle(state: &Arc<BrokerState>, request: FetchRequest) -> Answer 
     if satisfied || max_wait == 0 || has_errors(&response) {
         return Answer::Now(Response::Fetch(response));
     }
-    // Hold on every partition; read again at the first arrival or at the deadline.
-    let holds: Vec<_> = request
+    // Held on every partition; read again at the first arrival or at the deadline.
+    let queues: Vec<(String, i32, i64)> = request
         .topics
         .iter()
         .flat_map(|topic| {
@@ -63,23 +63,10 @@ pub(super) fn handle(state: &Arc<BrokerState>, request: FetchRequest) -> Answer 
                 .iter()
                 .map(move |p| (name.clone(), p.partition, p.fetch_offset))
         })
-        .map(|(topic, partition, offset)| {
-            let arrived = state.store.max_offset_in_queue(&topic, partition) > offset;
-            (arrived, state.pull_holds.hold(&topic, partition, offset))
-        })
         .collect();
-    // A message may have come between the read and the holds.
-    let arrived_meanwhile = holds.iter().any(|(arrived, _)| *arrived);
     let state = state.clone();
     Answer::Later(Box::pin(async move {
-        if !arrived_meanwhile {
-            let wakeups = holds.into_iter().map(|(_, wakeup)| wakeup);
-            let _ = tokio::time::timeout(
-                Duration::from_millis(max_wait),
-                futures::future::select_all(wakeups),
-            )
-            .await;
-        }
+        core::wait_any(&state, &queues, Duration::from_millis(max_wait)).await;
         Response::Fetch(read(&state, &request).0)
     }))
 }
@@ -138,8 +125,7 @@ fn read(state: &BrokerState, request: &FetchRequest) -> (FetchResponse, usize) {
                         .with_last_stable_offset(-1)
                         .with_log_start_offset(-1);
                 }
-                let log_start = state.store.min_offset_in_queue(&name, index);
-                let high_watermark = state.store.max_offset_in_queue(&name, index);
+                let (log_start, high_watermark) = core::queue_range(state, &name, index);
                 let data = PartitionData::default()
                     .with_partition_index(index)
                     .with_high_watermark(high_watermark)
@@ -260,8 +246,8 @@ pub(super) fn list_offsets(state: &Arc<BrokerState>, request: ListOffsetsRequest
                             .with_offset(-1);
                     }
                     let (offset, timestamp) = match p.timestamp {
-                        -2 => (state.store.min_offset_in_queue(&name, index), -1),
-                        -1 => (state.store.max_offset_in_queue(&name, index), -1),
+                        -2 => (core::queue_range(state, &name, index).0, -1),
+                        -1 => (core::queue_range(state, &name, index).1, -1),
                         -3 => last_record(state, &name, index),
                         time => first_at_or_after(state, &name, index, time),
                     };
@@ -288,7 +274,7 @@ fn timestamp_at(state: &BrokerState, topic: &str, queue_id: i32, offset: i64) ->
 }
 
 fn last_record(state: &BrokerState, topic: &str, queue_id: i32) -> (i64, i64) {
-    let end = state.store.max_offset_in_queue(topic, queue_id);
+    let end = core::queue_range(state, topic, queue_id).1;
     match timestamp_at(state, topic, queue_id, end - 1) {
         Some(timestamp) if end > 0 => (end - 1, timestamp),
         _ => (-1, -1),
@@ -299,10 +285,7 @@ fn last_record(state: &BrokerState, topic: &str, queue_id: i32) -> (i64, i64) {
 /// when none is. A binary search over the queue: exact when producers' timestamps grow with the
 /// offsets, as one producer's do.
 fn first_at_or_after(state: &BrokerState, topic: &str, queue_id: i32, time: i64) -> (i64, i64) {
-    let (mut low, mut high) = (
-        state.store.min_offset_in_queue(topic, queue_id),
-        state.store.max_offset_in_queue(topic, queue_id),
-    );
+    let (mut low, mut high) = core::queue_range(state, topic, queue_id);
     // Invariant: every offset below `low` is before `time`; `high` is at or after it (or the end).
     while low < high {
         let middle = low + (high - low) / 2;

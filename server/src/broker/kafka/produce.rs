@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use futures::future::join_all;
-use skiff_model::message::{keys, Properties};
+use skiff_model::message::Properties;
 use skiff_model::route::perm;
 use skiff_model::topic;
 use skiff_protocol::kafka::records::{self, RecordsError};
@@ -28,7 +28,7 @@ use parking_lot::Mutex;
 use super::idempotence::{last_sequence, Check, Sequences};
 use super::metadata::partitions;
 use super::Answer;
-use crate::broker::{now_millis, send, BrokerState};
+use crate::broker::{core, now_millis, BrokerState};
 
 /// Most bytes one batch may decompress to.
 const MAX_UNCOMPRESSED_BATCH: usize = 64 << 20;
@@ -147,7 +147,7 @@ fn stored(
         .with_base_offset(base_offset)
         // CreateTime topics: the records keep the producer's timestamps.
         .with_log_append_time_ms(-1)
-        .with_log_start_offset(state.store.min_offset_in_queue(topic, index))
+        .with_log_start_offset(core::queue_range(state, topic, index).0)
 }
 
 fn append(
@@ -217,7 +217,6 @@ fn append(
             Check::Refuse(code) => return refused(code),
         }
     }
-    let uniq_ids = send::uniq_id_generator(&state.broker_addr);
     let now = now_millis();
     let messages: Vec<MessageToStore> = batch
         .records
@@ -225,10 +224,7 @@ fn append(
         .map(|record| {
             let mut properties = Properties::new();
             record.to_properties(&mut properties);
-            properties.insert(keys::UNIQ_CLIENT_MESSAGE_ID_KEYIDX, uniq_ids.next(now));
-            properties.insert(keys::MSG_REGION, state.config.region_id.clone());
-            properties.insert(keys::TRACE_ON, state.config.trace_on.to_string());
-            properties.insert(keys::CLUSTER, state.config.broker_cluster_name.clone());
+            core::stamp(state, &mut properties, now);
             MessageToStore {
                 topic: topic.to_string(),
                 queue_id: index,
@@ -245,7 +241,7 @@ fn append(
         .collect();
     let count = messages.len() as u64;
     let bytes: u64 = messages.iter().map(|m| m.body.len() as u64).sum();
-    let put = match state.store.append_messages(messages) {
+    let put = match core::append(state, messages) {
         Ok(put) => put,
         Err(err) => {
             let code = match err {
@@ -260,7 +256,6 @@ fn append(
             return Outcome::Done(response);
         }
     };
-    state.stats.messages_put(count);
     state.traffic.messages_put(topic, count, bytes);
     let appended = match &put {
         Put::Done(result) => result.messages.first(),
