@@ -21,6 +21,7 @@ use skiff_protocol::kafka::schema::{
 };
 use skiff_protocol::kafka::{error, Response, StrBytes};
 
+use super::group_api::Groups;
 use super::{Answer, NODE_ID};
 use crate::broker::{admin, BrokerState};
 use crate::net::Handled;
@@ -115,6 +116,7 @@ pub(super) fn create_topics(
 
 pub(super) fn delete_topics(
     state: &Arc<BrokerState>,
+    groups: &Arc<Groups>,
     version: i16,
     request: DeleteTopicsRequest,
 ) -> Answer {
@@ -124,6 +126,7 @@ pub(super) fn delete_topics(
         request.topic_names
     };
     let state = state.clone();
+    let groups = groups.clone();
     Answer::Later(Box::pin(async move {
         let mut results = Vec::with_capacity(names.len());
         for name in names {
@@ -134,7 +137,10 @@ pub(super) fn delete_topics(
             }
             let reply = finished(admin::delete_topic(&state, &name.0)).await;
             results.push(match reply {
-                Reply::Success => result,
+                Reply::Success => {
+                    groups.topic_deleted(&name.0);
+                    result
+                }
                 other => result
                     .with_error_code(error::TOPIC_DELETION_DISABLED)
                     .with_error_message(remark(&other)),

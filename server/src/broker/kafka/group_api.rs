@@ -112,6 +112,11 @@ impl Groups {
         }
     }
 
+    /// A topic was deleted: its committed offsets go too, as Kafka drops them.
+    pub(super) fn topic_deleted(&self, topic: &str) {
+        self.offsets.remove_topic(topic);
+    }
+
     pub(super) fn find_coordinator(
         &self,
         advertised: &(String, u16),

@@ -230,7 +230,7 @@ impl KafkaFront {
             Request::DescribeGroups(request) => groups.describe(request),
             Request::ListGroups(request) => groups.list(request),
             Request::CreateTopics(request) => admin::create_topics(state, version, request),
-            Request::DeleteTopics(request) => admin::delete_topics(state, version, request),
+            Request::DeleteTopics(request) => admin::delete_topics(state, groups, version, request),
             Request::DescribeConfigs(request) => admin::describe_configs(state, request),
             Request::ApiVersions(_) => Answer::Now(Response::ApiVersions(kafka::api_versions())),
             Request::Metadata(request) => {

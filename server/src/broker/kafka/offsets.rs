@@ -93,6 +93,22 @@ impl GroupOffsets {
             .collect()
     }
 
+    /// Forgets every group's offsets of `topic` (it was deleted), on disk soon after.
+    pub(super) fn remove_topic(&self, topic: &str) {
+        let removed = {
+            let mut table = self.table.lock();
+            let mut removed = false;
+            for topics in table.values_mut() {
+                removed |= topics.remove(topic).is_some();
+            }
+            table.retain(|_, topics| !topics.is_empty());
+            removed
+        };
+        if removed {
+            self.file.request();
+        }
+    }
+
     /// Groups that committed something.
     pub(super) fn groups(&self) -> Vec<String> {
         self.table.lock().keys().cloned().collect()
@@ -126,5 +142,10 @@ mod tests {
         assert_eq!(reloaded.get("g", "T", 3), Some(committed));
         assert_eq!(reloaded.groups(), vec!["g".to_string()]);
         assert_eq!(reloaded.partitions("g").len(), 1);
+        reloaded.remove_topic("T");
+        assert!(
+            reloaded.groups().is_empty(),
+            "a deleted topic's offsets go with it"
+        );
     }
 }
