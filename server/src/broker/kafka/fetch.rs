@@ -16,6 +16,7 @@ use bytes::{Bytes, BytesMut};
 use skiff_model::keyed::KeyedRecord;
 use skiff_model::message::Properties;
 use skiff_model::record::Record;
+use skiff_protocol::compression::decompressed_body;
 use skiff_protocol::kafka::records::{self, BATCH_HEADER_LEN};
 use skiff_protocol::kafka::schema::fetch_response::{FetchableTopicResponse, PartitionData};
 use skiff_protocol::kafka::schema::list_offsets_response::{
@@ -29,6 +30,10 @@ use skiff_protocol::kafka::{error, Response};
 use super::metadata::partitions;
 use super::Answer;
 use crate::broker::{core, BrokerState};
+
+/// The largest body a compressed RocketMQ message is undone to (RocketMQ clients refuse bodies
+/// over 4 MiB before compressing them; a bomb beyond this stays compressed).
+const MAX_BODY: usize = 64 << 20;
 
 /// Messages read from the store per call; a fetch reads again until its byte limit.
 const READ_BATCH: i32 = 256;
@@ -189,9 +194,14 @@ fn read_partition(
             if stored.queue_offset != next {
                 break 'reading;
             }
+            // A RocketMQ producer's compressed body reads as what it sent.
+            let body = match decompressed_body(stored.sys_flag, stored.body, MAX_BODY) {
+                Some(body) => Bytes::from(body),
+                None => Bytes::copy_from_slice(stored.body),
+            };
             let record = KeyedRecord::from_message(
                 stored.born_timestamp,
-                Bytes::copy_from_slice(stored.body),
+                body,
                 &Properties::decode_bytes(stored.properties),
             );
             if records.is_empty() {
