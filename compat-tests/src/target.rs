@@ -79,6 +79,11 @@ pub struct Options {
     /// same name server), each a process of its own: `skiff broker`, or another Java broker.
     /// The first group is always `broker-a`, in the standalone process for Skiff.
     pub more_broker_groups: Vec<&'static str>,
+    /// Skiff only: the standalone process also serves Kafka clients, on a free loopback port of
+    /// its own (`--kafka-listen`, or `kafkaListen` for the container), over the same topics and
+    /// store ([`Target::kafka_bootstrap`]). Apache RocketMQ has no Kafka listener: starting an
+    /// Apache target with this set fails.
+    pub kafka_listen: bool,
 }
 
 /// The super user of a target with ACL 2.0 authentication (`initAuthenticationUser`).
@@ -114,6 +119,7 @@ impl Options {
             acl: None,
             auth: None,
             more_broker_groups: Vec::new(),
+            kafka_listen: false,
         })
     }
 }
@@ -144,6 +150,8 @@ pub struct Target {
     broker_port: u16,
     /// The ports of [`Options::more_broker_groups`], in that order.
     more_broker_ports: Vec<u16>,
+    /// The Kafka port of [`Options::kafka_listen`].
+    kafka_port: Option<u16>,
     opts: Options,
     running: Mutex<Running>,
 }
@@ -295,6 +303,9 @@ impl Target {
 
     /// Starts a target configured by `opts` and waits until it serves.
     pub fn start_with(label: &str, opts: Options) -> Result<Target> {
+        if opts.kafka_listen && opts.kind == TargetKind::Apache {
+            bail!("kafka_listen: Apache RocketMQ has no Kafka listener (a Skiff-only option)");
+        }
         // The Java broker also binds listenPort - 2 (fast) and listenPort + 1 (HA); keep those
         // free for either kind, since a restart may switch kinds on the same ports.
         let (namesrv_port, broker_port) = (free_port(&[])?, free_port(&[-2, 1])?);
@@ -303,11 +314,17 @@ impl Target {
             .iter()
             .map(|_| free_port(&[-2, 1]))
             .collect::<Result<_>>()?;
+        let kafka_port = if opts.kafka_listen {
+            Some(free_port(&[])?)
+        } else {
+            None
+        };
         let t = Target {
             dir: new_dir(label)?,
             namesrv_port,
             broker_port,
             more_broker_ports,
+            kafka_port,
             running: Mutex::new(Running {
                 kind: opts.kind,
                 broker: None,
@@ -332,6 +349,12 @@ impl Target {
 
     pub fn broker(&self) -> String {
         format!("127.0.0.1:{}", self.broker_port)
+    }
+
+    /// The `bootstrap.servers` of the Kafka listener of [`Options::kafka_listen`] (`None`
+    /// without it).
+    pub fn kafka_bootstrap(&self) -> Option<String> {
+        self.kafka_port.map(|port| format!("127.0.0.1:{port}"))
     }
 
     /// The address of the broker group `name` (`broker-a` or one of
@@ -626,12 +649,14 @@ impl Target {
                 // The dir is `<pid>-<label>-<n>`; container names get the pid themselves.
                 let dir_name = self.dir.file_name().unwrap_or_default().to_string_lossy();
                 let label = dir_name.split_once('-').map_or(&*dir_name, |(_, l)| l);
+                let mut settings = self.common_settings();
+                settings.extend(self.kafka_bootstrap().map(|addr| ("kafkaListen", addr)));
                 let c = Container::start(container::Launch {
                     name: &format!("{label}-{n}"),
                     data_dir: &store,
                     namesrv: &namesrv,
                     broker: &broker,
-                    settings: &self.common_settings(),
+                    settings: &settings,
                 })?;
                 run.broker = Some(Server::Container(Box::new(c)));
             }
@@ -647,6 +672,9 @@ impl Target {
                     .arg(self.broker())
                     .arg("-c")
                     .arg(self.dir.join("broker.toml"));
+                if let Some(addr) = self.kafka_bootstrap() {
+                    cmd.arg("--kafka-listen").arg(addr);
+                }
                 run.broker = Some(Server::Proc(Proc::spawn(
                     &format!("skiff-{n}"),
                     cmd,

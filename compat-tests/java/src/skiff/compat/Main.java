@@ -134,6 +134,12 @@ public final class Main {
                 case "pop-return":
                     Pop.comeBack(a);
                     break;
+                case "cross-from-kafka":
+                    CrossFromKafka.run(a);
+                    break;
+                case "cross-to-kafka":
+                    CrossToKafka.run(a);
+                    break;
                 default:
                     throw new Common.Fail("unknown scenario " + a.scenario);
             }
