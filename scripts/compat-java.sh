@@ -4,8 +4,8 @@
 #
 #   scripts/compat-java.sh fetch
 #       Resolves the client classpaths (4.9.8, 5.3.3), the Apache broker classpath (5.3.3),
-#       mqadmin's (rocketmq-tools 5.3.3), and Kafka's client and broker (4.1.1, their poms pin the
-#       version) into ~/.m2, e.g. once on a fresh machine or in CI before the tests.
+#       mqadmin's (rocketmq-tools 5.3.3), and Kafka's (clients 4.1.1 and 3.9.1, broker 4.1.1, as
+#       their poms pin them) into ~/.m2, e.g. once on a fresh machine or in CI before the tests.
 #   scripts/compat-java.sh run VERSION SCENARIO --namesrv 127.0.0.1:9876 --broker 127.0.0.1:10911 --id x1
 #       Compiles the scenarios against client VERSION and runs one of them against a running broker.
 set -euo pipefail
@@ -27,6 +27,7 @@ fetch)
     classpath "$java_dir/broker" apache-broker "${SKIFF_COMPAT_APACHE_VERSION:-5.3.3}" >/dev/null
     classpath "$java_dir/tools" mqadmin 5.3.3 >/dev/null
     classpath "$java_dir/kafka" kafka-client 4.1.1 >/dev/null
+    classpath "$java_dir/kafka/kafka-clients-3.9" kafka-client 3.9.1 >/dev/null
     classpath "$java_dir/kafka-broker" kafka-broker 4.1.1 >/dev/null
     echo "Maven dependencies are in ~/.m2"
     ;;

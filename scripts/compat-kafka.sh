@@ -12,8 +12,9 @@
 #       from PyPI into the venv the harness uses, ~/.cache/skiff-compat/venv-confluent-kafka-VERSION
 #       (pip's own cache: ~/.cache/pip). A venv that already works is kept.
 #   scripts/compat-kafka.sh run librdkafka|franz-go SCENARIO --bootstrap 127.0.0.1:9092 --topic T
-#       Runs one scenario (produce-consume, produce-consume-idempotent) of that client against a
-#       running Kafka listener.
+#       Runs one scenario (produce-consume, produce-consume-idempotent, group-join-leave --group G,
+#       commit-resume-restart --group G --phase commit|resume [--expect P:OFFSET,...],
+#       admin-topics) of that client against a running Kafka listener.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -80,7 +81,7 @@ run)
     esac
     ;;
 *)
-    sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
     ;;
 esac

@@ -1,8 +1,14 @@
 // Command compat-go-kafka runs the Kafka scenarios of tests/kafka.rs with franz-go (kgo, and kadm
-// for the offset lookups; pinned in go.mod and go.sum) against a broker's Kafka listener:
+// for the admin calls and offset lookups; pinned in go.mod and go.sum) against a broker's Kafka
+// listener:
 //
-//	compat-go-kafka produce-consume[-idempotent] --bootstrap HOST:PORT --topic T
-//	    [--count 10000] [--compression none|gzip|snappy|lz4|zstd]
+//	compat-go-kafka SCENARIO --bootstrap HOST:PORT --topic T [...]
+//
+//	produce-consume[-idempotent] [--count 10000] [--compression none|gzip|snappy|lz4|zstd]
+//	group-join-leave --group G [--count 20000]
+//	commit-resume-restart --group G --phase commit [--count 10000]
+//	commit-resume-restart --group G --phase resume --expect P:OFFSET,... [--count 10000]
+//	admin-topics
 //
 // It prints one result line, `... result=ok` and exits 0, or `result=fail: reason` and exits 1.
 //
@@ -25,6 +31,27 @@
 // produce-consume-idempotent: the same with kgo's default idempotent producer. kgo quietly
 // produces without a producer id when the broker does not offer InitProducerId, so this checks
 // that every record was produced with one.
+//
+// group-join-leave: as the Java scenario. Three group members (each its own kgo client with its
+// own connections, polled on a goroutine of its own) consume a new topic of 6 partitions while a
+// producer writes paced slices; the first member closes during the first, a fourth joins during
+// the second. kgo's default balancer is cooperative-sticky, so the group rebalances
+// incrementally: a member gives up only what moves, in a second rebalance. Each member polls with
+// BlockRebalanceOnPoll, so no rebalance runs between a poll and the end of its processing
+// (AllowRebalance), does not autocommit, and commits what it processed
+// (CommitUncommittedOffsets, synchronous) in OnPartitionsRevoked, which kgo calls when partitions
+// are revoked and when the client leaves the group on close. Every record must be consumed exactly
+// once. kadm's DescribeGroups must show the group Stable with exactly the expected members by
+// client id and every partition assigned, and ListGroups list it then; at the end the group is
+// Empty and its committed offsets are the end offsets.
+//
+// commit-resume-restart: as the Java scenario. kgo has no consumer call that asks the broker for
+// a group's commits, so OffsetFetch is kadm's FetchOffsets, before the close and after the
+// restart.
+//
+// admin-topics: as the Java scenario with kadm: ValidateCreateTopics, CreateTopic (again:
+// TOPIC_ALREADY_EXISTS; replication factor 3: INVALID_REPLICATION_FACTOR), ListTopics,
+// DescribeTopicConfigs, DeleteTopics (again: UNKNOWN_TOPIC_OR_PARTITION).
 package main
 
 import (
@@ -66,12 +93,14 @@ func main() {
 	flags := flag.NewFlagSet(scenario, flag.ContinueOnError)
 	bootstrap := flags.String("bootstrap", "", "HOST:PORT of the Kafka listener")
 	topic := flags.String("topic", "", "a topic that does not exist yet")
-	count := flags.Int("count", 10000, "records to produce")
+	count := flags.Int("count", 0, "records to produce (default 20000 for group-join-leave, else 10000)")
 	compression := flags.String("compression", "none", "none, gzip, snappy, lz4 or zstd")
+	group := flags.String("group", "", "the consumer group")
+	phase := flags.String("phase", "", "commit or resume")
+	expect := flags.String("expect", "", "the committed offsets to resume at, P:OFFSET,...")
 	line, err := func() (string, error) {
-		idempotent := scenario == "produce-consume-idempotent"
-		if !idempotent && scenario != "produce-consume" {
-			return "", fail("unknown scenario %q (expected produce-consume or produce-consume-idempotent)", scenario)
+		if len(os.Args) < 2 {
+			return "", fail("no scenario")
 		}
 		if err := flags.Parse(os.Args[2:]); err != nil {
 			return "", err
@@ -79,7 +108,45 @@ func main() {
 		if *bootstrap == "" || *topic == "" {
 			return "", fail("--bootstrap and --topic are required")
 		}
-		return produceConsume(*bootstrap, *topic, *count, *compression, idempotent)
+		if *count == 0 {
+			*count = 10000
+			if scenario == "group-join-leave" {
+				*count = 20000
+			}
+		}
+		if *count < 0 {
+			return "", fail("--count must be positive")
+		}
+		needGroup := func() error {
+			if *group == "" {
+				return fail("--group is required")
+			}
+			return nil
+		}
+		switch scenario {
+		case "produce-consume", "produce-consume-idempotent":
+			return produceConsume(*bootstrap, *topic, *count, *compression, scenario == "produce-consume-idempotent")
+		case "group-join-leave":
+			if err := needGroup(); err != nil {
+				return "", err
+			}
+			return groupJoinLeave(*bootstrap, *topic, *group, *count)
+		case "commit-resume-restart":
+			if err := needGroup(); err != nil {
+				return "", err
+			}
+			switch *phase {
+			case "commit":
+				return commitHalf(*bootstrap, *topic, *group, *count)
+			case "resume":
+				return resume(*bootstrap, *topic, *group, *count, *expect)
+			}
+			return "", fail("--phase must be commit or resume")
+		case "admin-topics":
+			return adminTopics(*bootstrap, *topic)
+		}
+		return "", fail("unknown scenario %q (expected produce-consume, produce-consume-idempotent, "+
+			"group-join-leave, commit-resume-restart or admin-topics)", scenario)
 	}()
 	if err != nil {
 		fmt.Println("result=fail: " + err.Error())
@@ -121,6 +188,19 @@ func headers(i int) []kgo.RecordHeader {
 		{Key: "rep", Value: []byte("first")},
 		{Key: "rep", Value: []byte("second-" + strconv.Itoa(i))},
 	}
+}
+
+// keyIndex is the i of a record's key "key-<i>", which must be below count.
+func keyIndex(k []byte, where string, count int) (int, error) {
+	if k == nil {
+		return 0, fail("record at %s has a null key", where)
+	}
+	text := string(k)
+	i, err := strconv.Atoi(strings.TrimPrefix(text, "key-"))
+	if !strings.HasPrefix(text, "key-") || err != nil || i < 0 || i >= count {
+		return 0, fail("record at %s has key %s", where, text)
+	}
+	return i, nil
 }
 
 // describe is a value for a failure message: nil (a tombstone) or its length.
@@ -203,9 +283,6 @@ type stored struct {
 }
 
 func produceConsume(bootstrap, topic string, count int, compression string, idempotent bool) (string, error) {
-	if count <= 0 {
-		return "", fail("--count must be positive")
-	}
 	// An hour back: within what a broker accepts as CreateTime (Kafka 4 refuses more than an
 	// hour ahead, and keeps a week), and every record's time is distinct and known.
 	base := time.Now().UnixMilli() - 3_600_000
@@ -407,13 +484,9 @@ func consume(
 		for it := fetches.RecordIter(); !it.Done(); {
 			r := it.Next()
 			where := fmt.Sprintf("%d:%d", r.Partition, r.Offset)
-			if r.Key == nil {
-				return nil, fail("record at %s has a null key", where)
-			}
-			k := string(r.Key)
-			i, err := strconv.Atoi(strings.TrimPrefix(k, "key-"))
-			if !strings.HasPrefix(k, "key-") || err != nil || i < 0 || i >= count {
-				return nil, fail("record at %s has key %s", where, k)
+			i, err := keyIndex(r.Key, where, count)
+			if err != nil {
+				return nil, err
 			}
 			if seen[i] {
 				return nil, fail("record %d consumed twice (again at %s)", i, where)

@@ -5,7 +5,8 @@
 //! Kafka broker: one KRaft JVM that is both broker and controller, from Maven Central
 //! (`java/kafka-broker/pom.xml`), its storage formatted by Kafka's own tool. Either listens on
 //! free loopback ports with a temporary directory, is ready once its Kafka port accepts a
-//! connection, and is killed when dropped.
+//! connection, can be restarted on the same ports and directory ([`KafkaTarget::restart`]), and is
+//! killed when dropped.
 
 use std::fs;
 use std::net::{TcpListener, TcpStream};
@@ -31,6 +32,9 @@ pub const KAFKA_VERSION: &str = "4.1.1";
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
 /// Formatting a fresh log directory takes about a second.
 const FORMAT_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a graceful stop may take (Skiff: well under a second; Apache Kafka: a few seconds of
+/// controlled shutdown).
+const STOP_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The Apache target's cluster id, any 16 bytes in base64url (here "skiff-compat-kfk"): every
 /// target formats a directory of its own.
@@ -115,6 +119,9 @@ pub struct KafkaTarget {
     /// controller port (the third unused).
     ports: [u16; 3],
     server: Option<Proc>,
+    /// How often the server was started: the first keeps `skiff.out` or `kafka.out`, a restart
+    /// writes `skiff-2.out` and so on, so that no earlier log is overwritten.
+    launches: u32,
     runs: u32,
     /// Keep the directory: the target did not start.
     failed: bool,
@@ -129,18 +136,31 @@ impl KafkaTarget {
             dir: new_dir(label)?,
             ports: free_ports()?,
             server: None,
+            launches: 0,
             runs: 0,
             failed: false,
         };
-        if let Err(e) = target.launch() {
+        let [kafka, controller, _] = target.ports;
+        let started = match target.kind {
+            TargetKind::Apache => format_apache(&target.dir, kafka, controller),
+            TargetKind::Skiff => Ok(()),
+        }
+        .and_then(|()| target.launch());
+        if let Err(e) = started {
             target.failed = true;
             return Err(e);
         }
         Ok(target)
     }
 
+    /// Starts the server on the target's ports and directory and waits until it is ready.
     fn launch(&mut self) -> Result<()> {
         let [kafka, second, third] = self.ports;
+        self.launches += 1;
+        let name = |base: &str| match self.launches {
+            1 => base.to_string(),
+            n => format!("{base}-{n}"),
+        };
         let server = match self.kind {
             TargetKind::Skiff => {
                 let mut cmd = Command::new(skiff_bin()?);
@@ -154,12 +174,50 @@ impl KafkaTarget {
                     .arg(format!("127.0.0.1:{third}"))
                     .arg("--kafka-listen")
                     .arg(format!("127.0.0.1:{kafka}"));
-                Proc::spawn("skiff", cmd, &self.dir)?
+                Proc::spawn(&name("skiff"), cmd, &self.dir)?
             }
-            TargetKind::Apache => start_apache(&self.dir, kafka, second)?,
+            TargetKind::Apache => {
+                let mut cmd = apache_jvm(&self.dir, "kafka.Kafka")?;
+                cmd.arg(self.dir.join("server.properties"));
+                Proc::spawn(&name("kafka"), cmd, &self.dir)?
+            }
         };
         self.server = Some(server);
         self.wait_ready()
+    }
+
+    /// Stops the server gracefully (SIGTERM: Skiff must exit 0, the Apache JVM 0 or 143 after its
+    /// shutdown hooks) and starts it again on the same ports and directory: Skiff on the same
+    /// store, Apache Kafka the same KRaft node on the same log directory, not formatted again.
+    /// Returns how long the stop and the start took. A failed restart keeps the directory.
+    pub fn restart(&mut self) -> Result<(Duration, Duration)> {
+        let result = self.stop_and_launch();
+        if result.is_err() {
+            self.failed = true;
+        }
+        result.with_context(|| format!("restart the Kafka target\n{}", self.logs()))
+    }
+
+    fn stop_and_launch(&mut self) -> Result<(Duration, Duration)> {
+        let started = Instant::now();
+        {
+            let Some(server) = self.server.as_mut() else {
+                bail!("the Kafka target is stopped");
+            };
+            server.signal(libc::SIGTERM)?;
+            match server.wait_for(STOP_TIMEOUT)? {
+                Some(st) if st.success() || st.code() == Some(143) => {}
+                Some(st) => bail!("{} exited with {st} on SIGTERM", server.name),
+                None => bail!(
+                    "{} did not stop within {STOP_TIMEOUT:?} of SIGTERM",
+                    server.name
+                ),
+            }
+        }
+        let stopped = started.elapsed();
+        let started = Instant::now();
+        self.launch()?;
+        Ok((stopped, started.elapsed()))
     }
 
     /// The `bootstrap.servers` of a client.
@@ -240,37 +298,41 @@ impl KafkaTarget {
     }
 }
 
-/// Formats a fresh log directory with Kafka's storage tool and starts the broker.
-fn start_apache(dir: &Path, kafka_port: u16, controller_port: u16) -> Result<Proc> {
+/// The Apache broker's JVM running `main` (the broker or its storage tool) in `dir`, with the
+/// broker's classpath, logging and temporary directory.
+fn apache_jvm(dir: &Path, main: &str) -> Result<Command> {
     let cp = java::classpath(
         &java::java_dir().join("kafka-broker"),
         "kafka-broker",
         KAFKA_VERSION,
     )?;
+    let mut cmd = Command::new(java::java_bin());
+    cmd.current_dir(dir)
+        .args(settings::APACHE_DEFAULT_JVM.split_whitespace())
+        .arg("-Xshare:auto")
+        .arg(format!(
+            "-Dlog4j2.configurationFile={}",
+            dir.join("log4j2.properties").display()
+        ))
+        .arg(format!("-Djava.io.tmpdir={}", dir.join("tmp").display()))
+        .arg("-cp")
+        .arg(&cp)
+        .arg(main);
+    Ok(cmd)
+}
+
+/// Writes the Apache broker's configuration into `dir` and formats a fresh log directory with
+/// Kafka's storage tool, once per target: a restart runs the same node on the same directory.
+fn format_apache(dir: &Path, kafka_port: u16, controller_port: u16) -> Result<()> {
     let props = dir.join("server.properties");
     fs::write(&props, server_properties(dir, kafka_port, controller_port))?;
     fs::write(dir.join("log4j2.properties"), LOG4J2)?;
     // Native compression libraries unpack themselves into java.io.tmpdir and are deleted only on
     // a clean exit; a killed broker leaves them here, removed with the directory.
     fs::create_dir_all(dir.join("tmp"))?;
-    let jvm = |main: &str| {
-        let mut cmd = Command::new(java::java_bin());
-        cmd.current_dir(dir)
-            .args(settings::APACHE_DEFAULT_JVM.split_whitespace())
-            .arg("-Xshare:auto")
-            .arg(format!(
-                "-Dlog4j2.configurationFile={}",
-                dir.join("log4j2.properties").display()
-            ))
-            .arg(format!("-Djava.io.tmpdir={}", dir.join("tmp").display()))
-            .arg("-cp")
-            .arg(&cp)
-            .arg(main);
-        cmd
-    };
     // `--standalone`: a dynamic quorum whose only voter is this node
     // (`controller.quorum.bootstrap.servers`), as Kafka 4's quickstart formats it.
-    let mut format = jvm("kafka.tools.StorageTool");
+    let mut format = apache_jvm(dir, "kafka.tools.StorageTool")?;
     format
         .args([
             "format",
@@ -282,9 +344,7 @@ fn start_apache(dir: &Path, kafka_port: u16, controller_port: u16) -> Result<Pro
         .arg(&props);
     process::run("kafka-format", format, dir, FORMAT_TIMEOUT)
         .context("format the Apache Kafka log directory")?;
-    let mut server = jvm("kafka.Kafka");
-    server.arg(&props);
-    Proc::spawn("kafka", server, dir)
+    Ok(())
 }
 
 /// Marks a directory kept for inspection after a failure (the name `target.rs` uses).

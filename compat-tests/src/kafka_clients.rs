@@ -1,11 +1,12 @@
 //! The Kafka client families that `tests/kafka.rs` runs its scenarios with. Each is a program of
-//! its own with the same arguments (`produce-consume[-idempotent] --bootstrap HOST:PORT --topic T
-//! --count N --compression C`) that makes the checks of `java/kafka/KafkaScenarios.java` as far as
-//! its client allows, and prints one line ending in `result=ok`, or `result=fail: reason` and
-//! exits 1:
+//! its own with the same scenarios and arguments (`SCENARIO --bootstrap HOST:PORT --topic T` and
+//! the scenario's own: `--count`, `--compression`, `--group`, `--phase`, `--expect`) that makes
+//! the checks of `java/kafka/KafkaScenarios.java` as far as its client allows, and prints one line
+//! ending in `result=ok`, or `result=fail: reason` and exits 1:
 //!
 //! - [`KafkaClient::Java`]: kafka-clients (`java/kafka/pom.xml`, from Maven Central into `~/.m2`),
-//!   the scenario launched as a single source file, one JVM per run.
+//!   the scenario launched as a single source file, one JVM per run. [`KafkaClient::Java39`] is
+//!   the same source against the 3.9 client (`java/kafka/kafka-clients-3.9/pom.xml`).
 //! - [`KafkaClient::Librdkafka`]: librdkafka through its Python binding confluent-kafka
 //!   (`python/requirements.txt`), a binary wheel from PyPI (pip's cache: `~/.cache/pip`) in a venv
 //!   cached as `~/.cache/skiff-compat/venv-confluent-kafka-<version>`, running
@@ -29,13 +30,15 @@ use crate::java;
 use crate::kafka::KAFKA_VERSION;
 use crate::{golang, process};
 
+/// The older Java client line, still widespread: `java/kafka/kafka-clients-3.9/pom.xml` pins it.
+pub const JAVA_CLIENT_3_VERSION: &str = "3.9.1";
 /// The confluent-kafka release `python/requirements.txt` pins; it bundles librdkafka 2.16.0.
 pub const CONFLUENT_KAFKA_VERSION: &str = "2.16.1";
 /// The franz-go release `go-kafka/go.mod` pins (with kadm 1.20.0, its admin package).
 pub const FRANZ_GO_VERSION: &str = "1.22.3";
 
 /// Upper bound for one scenario run; its own waits are at most 30 s for the producer, 60 s for
-/// the poll loop and 30 s for each offset lookup.
+/// a poll loop or a group to settle, and 30 s for each client call.
 const SCENARIO_TIMEOUT: Duration = Duration::from_secs(240);
 /// Creating the venv and installing the wheel (about 5 MB, or none from pip's cache).
 const INSTALL_TIMEOUT: Duration = Duration::from_secs(10 * 60);
@@ -55,21 +58,25 @@ const SCENARIO_JVM: [&str; 5] = [
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KafkaClient {
     Java,
+    /// The Java client of the 3.9 line ([`JAVA_CLIENT_3_VERSION`]), running the same source.
+    Java39,
     Librdkafka,
     FranzGo,
 }
 
 impl KafkaClient {
+    /// The three client families, each at its current version.
     pub const ALL: [KafkaClient; 3] = [
         KafkaClient::Java,
         KafkaClient::Librdkafka,
         KafkaClient::FranzGo,
     ];
 
-    /// A short name for topics, directories and reports.
+    /// A short name for topics, groups, directories and reports (a topic name has no `.`).
     pub fn name(self) -> &'static str {
         match self {
             KafkaClient::Java => "java",
+            KafkaClient::Java39 => "java39",
             KafkaClient::Librdkafka => "librdkafka",
             KafkaClient::FranzGo => "franz-go",
         }
@@ -79,6 +86,7 @@ impl KafkaClient {
     pub fn pinned(self) -> String {
         match self {
             KafkaClient::Java => format!("kafka-clients {KAFKA_VERSION}"),
+            KafkaClient::Java39 => format!("kafka-clients {JAVA_CLIENT_3_VERSION}"),
             KafkaClient::Librdkafka => format!("confluent-kafka {CONFLUENT_KAFKA_VERSION}"),
             KafkaClient::FranzGo => format!("franz-go {FRANZ_GO_VERSION}"),
         }
@@ -87,8 +95,15 @@ impl KafkaClient {
     /// The program of this client's scenarios, prepared first if this process has not yet.
     fn command(self, run_dir: &Path) -> Result<Command> {
         Ok(match self {
-            KafkaClient::Java => {
-                let cp = java::classpath(&java_client_dir(), "kafka-client", KAFKA_VERSION)?;
+            KafkaClient::Java | KafkaClient::Java39 => {
+                let cp = match self {
+                    KafkaClient::Java39 => java::classpath(
+                        &java_client_dir().join("kafka-clients-3.9"),
+                        "kafka-client",
+                        JAVA_CLIENT_3_VERSION,
+                    )?,
+                    _ => java::classpath(&java_client_dir(), "kafka-client", KAFKA_VERSION)?,
+                };
                 fs::create_dir_all(run_dir.join("tmp"))?;
                 let mut cmd = Command::new(java::java_bin());
                 cmd.args(SCENARIO_JVM)
@@ -106,8 +121,10 @@ impl KafkaClient {
             }
             KafkaClient::Librdkafka => {
                 let mut cmd = Command::new(prepared(&VENV, install_venv)?.join("bin/python"));
-                // Unbuffered: a run killed at its timeout still leaves what it printed.
+                // Unbuffered: a run killed at its timeout still leaves what it printed. A crash
+                // in the native library prints the Python stack of every thread.
                 cmd.env("PYTHONUNBUFFERED", "1")
+                    .env("PYTHONFAULTHANDLER", "1")
                     .arg(python_dir().join("kafka_scenarios.py"));
                 cmd
             }
@@ -164,7 +181,8 @@ fn prepared(
     Ok(p)
 }
 
-/// `compat-tests/java/kafka`: the Java client's pom and the scenario source.
+/// `compat-tests/java/kafka`: the Java client's pom and the scenario source (the 3.9 client's pom
+/// in `kafka-clients-3.9/`).
 fn java_client_dir() -> PathBuf {
     java::java_dir().join("kafka")
 }
@@ -284,6 +302,14 @@ mod tests {
             text.lines().any(|l| l.trim() == pin),
             "requirements.txt does not pin {pin}"
         );
+    }
+
+    #[test]
+    fn the_3_9_pom_pins_the_reported_version() {
+        let pom = java_client_dir().join("kafka-clients-3.9/pom.xml");
+        let text = fs::read_to_string(&pom).unwrap();
+        let pin = format!("<kafka.version>{JAVA_CLIENT_3_VERSION}</kafka.version>");
+        assert!(text.contains(&pin), "{} does not pin {pin}", pom.display());
     }
 
     #[test]
