@@ -61,7 +61,9 @@ pub(super) fn create_topics(
                 -1 => state.config.default_topic_queue_nums,
                 n => n,
             };
+            // kafka-protocol's default message is Some(""); Kafka sends none on success.
             let result = CreatableTopicResult::default()
+                .with_error_message(None)
                 .with_name(wanted.name.clone())
                 .with_num_partitions(count)
                 .with_replication_factor(1);
@@ -83,6 +85,9 @@ pub(super) fn create_topics(
                 results.push(
                     result
                         .with_error_code(code)
+                        .with_error_message(Some(StrBytes::from_string(format!(
+                            "topic {name} refused with Kafka error {code}"
+                        ))))
                         .with_num_partitions(-1)
                         .with_replication_factor(-1),
                 );
