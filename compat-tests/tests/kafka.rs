@@ -16,6 +16,12 @@ use skiff_compat_tests::kafka_clients::KafkaClient;
 /// Every compression codec the clients offer.
 const COMPRESSIONS: [&str; 5] = ["none", "gzip", "snappy", "lz4", "zstd"];
 
+/// Records of each `produce-consume` run.
+const RECORDS: &str = "10000";
+
+/// Records of each `produce-consume-idempotent` run: the 100k keyed records with headers.
+const IDEMPOTENT_RECORDS: &str = "100000";
+
 /// Records of `group-join-leave`: enough that the members are still consuming when one leaves
 /// and another joins (the producer paces them at about 4 000 a second).
 const GROUP_RECORDS: &str = "20000";
@@ -51,11 +57,13 @@ fn run(
     }
 }
 
-/// `produce-consume` or `produce-consume-idempotent` with `compression` on a topic of its own.
+/// `produce-consume` or `produce-consume-idempotent` of `count` records with `compression` on a
+/// topic of its own.
 fn produce_consume(
     target: &mut KafkaTarget,
     client: KafkaClient,
     scenario: &str,
+    count: &str,
     compression: &str,
     failures: &mut Vec<String>,
 ) {
@@ -67,7 +75,7 @@ fn produce_consume(
         &format!("{scenario} {compression}"),
         &[
             ("topic", &topic),
-            ("count", "10000"),
+            ("count", count),
             ("compression", compression),
         ],
         failures,
@@ -93,6 +101,7 @@ fn produce_consume_with_every_compression(client: KafkaClient) {
             &mut target,
             client,
             "produce-consume",
+            RECORDS,
             compression,
             &mut failures,
         );
@@ -116,7 +125,7 @@ fn franz_go_produce_consume() {
 }
 
 /// `produce-consume-idempotent`, without compression: the same with each client's idempotent
-/// producer, which first asks the broker for a producer id (InitProducerId).
+/// producer, which first asks the broker for a producer id (InitProducerId), and 100 000 records.
 #[test]
 fn idempotent_produce_consume_with_every_client() {
     let mut target = start("kafka-idempotent");
@@ -126,6 +135,7 @@ fn idempotent_produce_consume_with_every_client() {
             &mut target,
             client,
             "produce-consume-idempotent",
+            IDEMPOTENT_RECORDS,
             "none",
             &mut failures,
         );
@@ -145,6 +155,7 @@ fn java39_produce_consume() {
             &mut target,
             client,
             "produce-consume",
+            RECORDS,
             compression,
             &mut failures,
         );
@@ -153,6 +164,7 @@ fn java39_produce_consume() {
         &mut target,
         client,
         "produce-consume-idempotent",
+        IDEMPOTENT_RECORDS,
         "none",
         &mut failures,
     );

@@ -431,6 +431,45 @@ impl Activity {
     }
 }
 
+/// What a connection's reader got while waiting for its next frame.
+pub(crate) enum Next<T> {
+    /// A frame, or the codec's error.
+    Frame(T),
+    /// The peer closed its side.
+    End,
+    /// The connection was closed from within (its writer failed, or a handler closed it).
+    Closed,
+    /// The server is shutting down.
+    ShuttingDown,
+    /// No frame either way for `idle` (`serverChannelMaxIdleTimeSeconds`).
+    Idle,
+}
+
+/// Waits for `frames`' next item, the connection's or the server's end, or `idle` without
+/// activity (frames completed either way, as [`Activity`] counts them): every front's read loop.
+pub(crate) async fn next_frame<F: futures::Stream + Unpin>(
+    frames: &mut F,
+    activity: &Activity,
+    idle: Duration,
+    closed: &CancellationToken,
+    shutdown: &CancellationToken,
+) -> Next<F::Item> {
+    loop {
+        let idle_at = activity.idle_at(idle);
+        tokio::select! {
+            _ = closed.cancelled() => return Next::Closed,
+            _ = shutdown.cancelled() => return Next::ShuttingDown,
+            // Sending also counts as activity: look again before closing.
+            _ = tokio::time::sleep_until(idle_at.into()) => {
+                if activity.idle_at(idle) <= Instant::now() {
+                    return Next::Idle;
+                }
+            }
+            frame = frames.next() => return frame.map_or(Next::End, Next::Frame),
+        }
+    }
+}
+
 /// Serves one connection's frames; `read_half` and `write_half` are the two directions of a plain
 /// or a TLS stream.
 async fn serve_connection<S, R, W>(read_half: R, write_half: W, conn: Connection, service: Arc<S>)
@@ -473,21 +512,28 @@ where
     };
     let mut draining = false;
     loop {
-        let idle_at = activity.idle_at(limits.idle_timeout);
-        let frame = tokio::select! {
-            _ = closed.cancelled() => break,
-            _ = shutdown.cancelled() => { draining = true; break }
-            _ = tokio::time::sleep_until(idle_at.into()) => {
-                if activity.idle_at(limits.idle_timeout) <= Instant::now() {
-                    info!(%peer, idle = ?limits.idle_timeout, "closing an idle connection (serverChannelMaxIdleTimeSeconds)");
-                    break;
-                }
-                continue;
+        let frame = match next_frame(
+            &mut frames,
+            &activity,
+            limits.idle_timeout,
+            &closed,
+            &shutdown,
+        )
+        .await
+        {
+            Next::Frame(frame) => frame,
+            Next::End | Next::Closed => break,
+            Next::ShuttingDown => {
+                draining = true;
+                break;
             }
-            frame = frames.next() => frame,
+            Next::Idle => {
+                info!(%peer, idle = ?limits.idle_timeout, "closing an idle connection (serverChannelMaxIdleTimeSeconds)");
+                break;
+            }
         };
         match frame {
-            Some(Ok(command)) => {
+            Ok(command) => {
                 activity.touch();
                 let ctx = RequestContext {
                     channel: channel.clone(),
@@ -496,11 +542,10 @@ where
                 };
                 dispatch(&service, &ctx, &in_flight, command).await
             }
-            Some(Err(err)) => {
+            Err(err) => {
                 info!(%peer, %err, "closing connection after a bad frame");
                 break;
             }
-            None => break,
         }
     }
     in_flight.tasks.close();

@@ -454,6 +454,33 @@ async fn hostile_frames_close_the_connection_and_the_broker_serves_on() {
 }
 
 #[tokio::test]
+async fn idle_kafka_connections_are_closed_and_working_ones_kept() {
+    let cluster = Cluster::start(|config| {
+        config.kafka_listen = Some("127.0.0.1:0".parse().unwrap());
+        config.server_channel_max_idle_time_seconds = 1;
+    })
+    .await;
+    let addr = cluster.broker.kafka_addr().unwrap();
+    let idle = TcpStream::connect(addr).await.unwrap();
+    let mut idle = Client {
+        framed: Framed::new(idle, frame_codec(1 << 24)),
+        next_id: 1,
+    };
+    let mut busy = Client::connect(&cluster).await;
+    let started = Instant::now();
+    // A request every 300 ms keeps a connection open past the idle time.
+    for _ in 0..6 {
+        busy.send(ApiKey::Metadata, 12, &metadata("KeptOpen")).await;
+        let (_, meta): (_, MetadataResponse) = busy.receive(ApiKey::Metadata, 12).await;
+        assert_eq!(meta.topics[0].error_code, 0);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(idle.closed().await, "an idle connection is closed");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    cluster.stop().await;
+}
+
+#[tokio::test]
 async fn a_consumer_group_joins_syncs_commits_and_leaves() {
     use kafka_protocol::messages::join_group_request::JoinGroupRequestProtocol;
     use kafka_protocol::messages::offset_commit_request::{

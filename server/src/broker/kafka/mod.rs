@@ -29,10 +29,9 @@ use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
+use futures::SinkExt;
 use skiff_protocol::kafka::schema::{InitProducerIdRequest, InitProducerIdResponse};
 use skiff_protocol::kafka::{self, Decoded, ReplyTo, Request, Response};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -43,7 +42,7 @@ use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
 
 use super::BrokerState;
-use crate::net::{Activity, Connection, Front};
+use crate::net::{next_frame, Activity, Connection, Front, Next};
 
 /// The node id Skiff's broker has in Kafka's metadata (leader, replicas and controller).
 pub(super) const NODE_ID: i32 = 0;
@@ -120,26 +119,25 @@ impl Front for KafkaFront {
         let tasks = TaskTracker::new();
         debug!(%peer, "Kafka connection opened");
         loop {
-            let idle_at = activity.idle_at(limits.idle_timeout);
-            let frame = tokio::select! {
-                _ = closed.cancelled() => break,
-                _ = shutdown.cancelled() => break,
-                _ = tokio::time::sleep_until(idle_at.into()) => {
-                    if activity.idle_at(limits.idle_timeout) <= Instant::now() {
-                        info!(%peer, idle = ?limits.idle_timeout, "closing an idle Kafka connection (serverChannelMaxIdleTimeSeconds)");
-                        break;
-                    }
-                    continue;
-                }
-                frame = frames.next() => frame,
-            };
-            let frame = match frame {
-                Some(Ok(frame)) => frame.freeze(),
-                Some(Err(err)) => {
+            let frame = match next_frame(
+                &mut frames,
+                &activity,
+                limits.idle_timeout,
+                &closed,
+                &shutdown,
+            )
+            .await
+            {
+                Next::Frame(Ok(frame)) => frame.freeze(),
+                Next::Frame(Err(err)) => {
                     info!(%peer, %err, "closing a Kafka connection after a bad frame");
                     break;
                 }
-                None => break,
+                Next::End | Next::Closed | Next::ShuttingDown => break,
+                Next::Idle => {
+                    info!(%peer, idle = ?limits.idle_timeout, "closing an idle Kafka connection (serverChannelMaxIdleTimeSeconds)");
+                    break;
+                }
             };
             activity.touch();
             let (reply_to, answer) = match kafka::decode_request(frame) {
