@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use parking_lot::Mutex;
+use skiff_model::admin::ClientAnswer;
 use skiff_model::command::ErrorKind;
 use skiff_model::command::{Reply, Request};
 use skiff_protocol::remoting::{self, LanguageCode, RemotingCodec, RemotingCommand, ReplyTo};
@@ -191,13 +192,14 @@ impl ClientChannel {
         }
     }
 
-    /// Sends a request and waits up to `timeout` for the client's response (as Java's
-    /// `Broker2Client.callClient`). The response comes back through the connection's reader.
+    /// Sends a request and waits up to `timeout` for the client's answer (as Java's
+    /// `Broker2Client.callClient`). The answer comes back through the connection's reader; the
+    /// caller sees its code, remark and body, not the wire frame.
     pub async fn request(
         &self,
         request: &Request,
         timeout: Duration,
-    ) -> Result<RemotingCommand, ClientRequestError> {
+    ) -> Result<ClientAnswer, ClientRequestError> {
         let opaque = self.0.next_opaque.fetch_add(1, Ordering::Relaxed);
         let frame = remoting::encode_request(request, opaque, false);
         let (tx, rx) = oneshot::channel();
@@ -213,7 +215,11 @@ impl ClientChannel {
             .await
             .unwrap_or(Err(ClientRequestError::Timeout(self.0.peer, timeout)));
         self.0.awaiting.lock().remove(&opaque);
-        result
+        result.map(|response| ClientAnswer {
+            code: response.code,
+            remark: response.remark,
+            body: response.body.to_bytes(),
+        })
     }
 
     /// Hands a response to the request waiting for it; false if none waits (it timed out).

@@ -23,9 +23,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use skiff_model::admin::{
-    AdminCommand, AdminReply, ClientAnswer, ConsumeQueueEntry, ConsumeQueueView, HaStatus,
-};
+use skiff_model::admin::{AdminCommand, AdminReply, ConsumeQueueEntry, ConsumeQueueView, HaStatus};
 use skiff_model::command::{ErrorKind, Reply, Request};
 use skiff_model::consumer::MessageQueue;
 use skiff_model::record;
@@ -553,11 +551,7 @@ fn call_consumer(
             Err(reply) => return reply,
         };
         match channel.request(&request, CALL_CLIENT_TIMEOUT).await {
-            Ok(response) => Reply::Admin(AdminReply::FromClient(ClientAnswer {
-                code: response.code,
-                remark: response.remark,
-                body: response.body.to_bytes(),
-            })),
+            Ok(answer) => Reply::Admin(AdminReply::FromClient(answer)),
             Err(err @ ClientRequestError::Timeout(..)) => Reply::error(
                 ErrorKind::ConsumeMessageTimeout,
                 format!("consumer <{group}> <{client_id}> Timeout: {err}"),
@@ -832,7 +826,7 @@ fn consumer_status(
             }
             match channel.request(&request, CONSUMER_STATUS_TIMEOUT).await {
                 Ok(response) if response.code == 0 => {
-                    match remoting::parse_client_consumer_status(&response.body.to_bytes()) {
+                    match remoting::parse_client_consumer_status(&response.body) {
                         Ok(offsets) => {
                             table.insert(id, offsets);
                         }
