@@ -14,7 +14,8 @@
 #   - the same at a fixed RATE records/s, acks=1: average / p99 / p99.9 latency;
 #   - ConsumerPerformance reading the acks=1 topic from the beginning: records/s, MB/s while
 #     fetching (the time to join its group left out);
-#   - the broker's CPU time per record in each phase (utime + stime from /proc).
+#   - the broker's CPU time per record in each phase (utime + stime from /proc);
+#   - the broker's peak resident memory (VmHWM) over its session.
 # Neither broker fsyncs before answering (Kafka never does; Skiff's default flushes every 500 ms).
 #
 # The results replace the part of docs/benchmarks.md between its bench-kafka markers.
@@ -172,6 +173,8 @@ for target in $TARGETS; do
     produce "$target" all bench-acksall
     produce "$target" 1 bench-rate "$RATE"
     consume "$target" bench-acks1
+    # Peak resident memory over the whole session.
+    put "$target.rss_mib" "$(awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$broker_pid/status")"
     kill -TERM "$broker_pid"
     wait "$broker_pid" 2>/dev/null || true
 done

@@ -25,27 +25,39 @@ def cell(key, unit=""):
     return f"{v:,.0f}{unit}" if v >= 100 else f"{v:g}{unit}"
 
 
-def ratio(metric, higher_is_better=True):
+def ratio(metric):
     s, a = number(f"skiff.{metric}"), number(f"apache.{metric}")
     if not s or not a:
-        return "—"
-    return f"{s / a:.2f}"
+        return None
+    return s / a
+
+
+def verdict(q, target):
+    """`target` is (">=", x) or ("<=", x): the issue's goal for Skiff / Apache."""
+    if q is None or target is None:
+        return ""
+    op, x = target
+    met = q >= x if op == ">=" else q <= x
+    return "met" if met else "missed"
 
 
 RATE = r.get("meta.rate", "?")
+AT_LEAST, AT_MOST = ">=", "<="
 rows = [
-    ("produce records/s, acks=1", "acks1.tps", ""),
-    ("produce MB/s, acks=1", "acks1.mbs", ""),
-    ("broker CPU per record, acks=1", "acks1.cpu_us", " µs"),
-    ("produce records/s, acks=all", "acksall.tps", ""),
-    ("broker CPU per record, acks=all", "acksall.cpu_us", " µs"),
-    (f"produce avg latency, acks=1, {RATE} records/s", f"acks1.rate{RATE}.avg", " ms"),
-    (f"produce p99 latency, acks=1, {RATE} records/s", f"acks1.rate{RATE}.p99", " ms"),
-    (f"produce p99.9 latency, acks=1, {RATE} records/s", f"acks1.rate{RATE}.p999", " ms"),
-    (f"broker CPU per record, acks=1, {RATE} records/s", f"acks1.rate{RATE}.cpu_us", " µs"),
-    ("consume records/s", "consume.tps", ""),
-    ("consume MB/s", "consume.mbs", ""),
-    ("broker CPU per record consumed", "consume.cpu_us", " µs"),
+    ("produce records/s, acks=1", "acks1.tps", "", (AT_LEAST, 1)),
+    ("produce MB/s, acks=1", "acks1.mbs", "", None),
+    ("broker CPU per record, acks=1", "acks1.cpu_us", " µs", None),
+    ("produce records/s, acks=all", "acksall.tps", "", (AT_LEAST, 1)),
+    ("broker CPU per record, acks=all", "acksall.cpu_us", " µs", None),
+    (f"produce avg latency, acks=1, {RATE} records/s", f"acks1.rate{RATE}.avg", " ms", None),
+    (f"produce p99 latency, acks=1, {RATE} records/s", f"acks1.rate{RATE}.p99", " ms",
+     (AT_MOST, 0.5)),
+    (f"produce p99.9 latency, acks=1, {RATE} records/s", f"acks1.rate{RATE}.p999", " ms", None),
+    (f"broker CPU per record, acks=1, {RATE} records/s", f"acks1.rate{RATE}.cpu_us", " µs", None),
+    ("consume records/s", "consume.tps", "", (AT_LEAST, 1)),
+    ("consume MB/s", "consume.mbs", "", None),
+    ("broker CPU per record consumed", "consume.cpu_us", " µs", None),
+    ("broker peak RSS (VmHWM)", "rss_mib", " MiB", (AT_MOST, 0.25)),
 ]
 lines = [
     "<!-- bench-kafka:begin -->",
@@ -55,13 +67,15 @@ lines = [
     f"{int(number('meta.records') or 0):,} records of 1 KiB per measurement, 1-minute load "
     f"{r.get('meta.load', '?')} at the start. Broker on core 0, Kafka's perf tools on core 1.",
     "",
-    "| measurement | Skiff | Apache Kafka 4.1.1 | Skiff / Apache |",
-    "|---|---|---|---|",
+    "| measurement | Skiff | Apache Kafka 4.1.1 | Skiff / Apache | target | |",
+    "|---|---|---|---|---|---|",
 ]
-for label, metric, unit in rows:
+for label, metric, unit, target in rows:
+    q = ratio(metric)
+    goal = f"{'≥' if target[0] == AT_LEAST else '≤'} {target[1]:g}×" if target else ""
     lines.append(
         f"| {label} | {cell('skiff.' + metric, unit)} | {cell('apache.' + metric, unit)} "
-        f"| {ratio(metric)} |"
+        f"| {'—' if q is None else f'{q:.2f}'} | {goal} | {verdict(q, target)} |"
     )
 lines += ["", "<!-- bench-kafka:end -->"]
 block = "\n".join(lines)
