@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use skiff_model::command::{ErrorKind, ErrorReply};
 
+use super::command::RemotingCommand;
+
 /// Typed access to a request's custom header fields.
 pub(super) struct Fields<'a>(pub &'a HashMap<String, String>);
 
@@ -81,6 +83,207 @@ impl FieldsOut<'_> {
             self.put(name, value);
         }
         self
+    }
+}
+
+/// How one header field of a request reads and writes: the kinds the request table
+/// (`request.rs`) gives each field, after Java's header classes.
+pub(super) trait Field<T> {
+    /// The value of field `name` (`""` for kinds that are not one field) of `cmd`.
+    fn read(cmd: &RemotingCommand, name: &'static str) -> Result<T, ErrorReply>;
+    fn write(value: &T, cmd: &mut RemotingCommand, name: &'static str);
+}
+
+/// Field kinds.
+pub(super) mod kind {
+    use std::str::FromStr;
+
+    use bytes::Bytes;
+    use skiff_model::command::{BoundaryType, ErrorReply, QueueRef};
+    use skiff_model::consumer::MessageQueue;
+    use skiff_model::message::sys_flag;
+    use skiff_model::transaction::TransactionResolution;
+
+    use super::{system_error, Field, Fields, FieldsOut};
+    use crate::remoting::body;
+    use crate::remoting::command::{Body, RemotingCommand};
+
+    fn fields(cmd: &RemotingCommand) -> Fields<'_> {
+        Fields(&cmd.ext_fields)
+    }
+
+    fn out(cmd: &mut RemotingCommand) -> FieldsOut<'_> {
+        FieldsOut(&mut cmd.ext_fields)
+    }
+
+    /// A required string (`@CFNotNull`).
+    pub struct Text;
+    impl Field<String> for Text {
+        fn read(cmd: &RemotingCommand, name: &'static str) -> Result<String, ErrorReply> {
+            fields(cmd).string(name)
+        }
+        fn write(value: &String, cmd: &mut RemotingCommand, name: &'static str) {
+            out(cmd).put(name, value);
+        }
+    }
+
+    /// A string Java does not check: absent reads as empty, and it is always written.
+    pub struct TextOrEmpty;
+    impl Field<String> for TextOrEmpty {
+        fn read(cmd: &RemotingCommand, name: &'static str) -> Result<String, ErrorReply> {
+            Ok(fields(cmd).opt_string(name).unwrap_or_default())
+        }
+        fn write(value: &String, cmd: &mut RemotingCommand, name: &'static str) {
+            out(cmd).put(name, value);
+        }
+    }
+
+    /// An optional string, written only when set.
+    pub struct OptText;
+    impl Field<Option<String>> for OptText {
+        fn read(cmd: &RemotingCommand, name: &'static str) -> Result<Option<String>, ErrorReply> {
+            Ok(fields(cmd).opt_string(name))
+        }
+        fn write(value: &Option<String>, cmd: &mut RemotingCommand, name: &'static str) {
+            out(cmd).put_opt(name, value.as_ref());
+        }
+    }
+
+    /// A required number.
+    pub struct Int;
+    impl<T: FromStr + ToString> Field<T> for Int {
+        fn read(cmd: &RemotingCommand, name: &'static str) -> Result<T, ErrorReply> {
+            fields(cmd).num(name)
+        }
+        fn write(value: &T, cmd: &mut RemotingCommand, name: &'static str) {
+            out(cmd).put(name, value.to_string());
+        }
+    }
+
+    /// An optional number, written only when set.
+    pub struct OptInt;
+    impl<T: FromStr + ToString> Field<Option<T>> for OptInt {
+        fn read(cmd: &RemotingCommand, name: &'static str) -> Result<Option<T>, ErrorReply> {
+            fields(cmd).opt_num(name)
+        }
+        fn write(value: &Option<T>, cmd: &mut RemotingCommand, name: &'static str) {
+            out(cmd).put_opt(name, value.as_ref().map(ToString::to_string));
+        }
+    }
+
+    /// A boolean that is false unless sent as "true"; always written.
+    pub struct Yes;
+    impl Field<bool> for Yes {
+        fn read(cmd: &RemotingCommand, name: &'static str) -> Result<bool, ErrorReply> {
+            Ok(fields(cmd).opt_bool(name) == Some(true))
+        }
+        fn write(value: &bool, cmd: &mut RemotingCommand, name: &'static str) {
+            out(cmd).put(name, value);
+        }
+    }
+
+    /// A boolean that is true unless sent as "false"; written only when false.
+    pub struct NotNo;
+    impl Field<bool> for NotNo {
+        fn read(cmd: &RemotingCommand, name: &'static str) -> Result<bool, ErrorReply> {
+            Ok(fields(cmd).opt_bool(name) != Some(false))
+        }
+        fn write(value: &bool, cmd: &mut RemotingCommand, name: &'static str) {
+            if !value {
+                out(cmd).put(name, false);
+            }
+        }
+    }
+
+    /// A queue: `topic`, `queueId`, and `lo` (false: a static topic's physical queue).
+    pub struct Queue;
+    impl Field<QueueRef> for Queue {
+        fn read(cmd: &RemotingCommand, _: &'static str) -> Result<QueueRef, ErrorReply> {
+            let f = fields(cmd);
+            Ok(QueueRef {
+                topic: f.string("topic")?,
+                queue_id: f.num("queueId")?,
+                physical: f.opt_bool("lo") == Some(false),
+            })
+        }
+        fn write(queue: &QueueRef, cmd: &mut RemotingCommand, _: &'static str) {
+            let mut out = out(cmd);
+            out.put("topic", &queue.topic)
+                .put("queueId", queue.queue_id);
+            if queue.physical {
+                out.put("lo", false);
+            }
+        }
+    }
+
+    /// `BoundaryType.getType`: UPPER in any case, anything else LOWER.
+    pub struct Boundary;
+    impl Field<BoundaryType> for Boundary {
+        fn read(cmd: &RemotingCommand, name: &'static str) -> Result<BoundaryType, ErrorReply> {
+            Ok(match fields(cmd).opt(name) {
+                Some(b) if b.eq_ignore_ascii_case("upper") => BoundaryType::Upper,
+                _ => BoundaryType::Lower,
+            })
+        }
+        fn write(value: &BoundaryType, cmd: &mut RemotingCommand, name: &'static str) {
+            let text = match value {
+                BoundaryType::Lower => "LOWER",
+                BoundaryType::Upper => "UPPER",
+            };
+            out(cmd).put(name, text);
+        }
+    }
+
+    /// `commitOrRollback` with `EndTransactionRequestHeader.checkFields`' rule.
+    pub struct Resolution;
+    impl Field<TransactionResolution> for Resolution {
+        fn read(
+            cmd: &RemotingCommand,
+            name: &'static str,
+        ) -> Result<TransactionResolution, ErrorReply> {
+            match fields(cmd).num::<i32>(name)? {
+                sys_flag::TRANSACTION_NOT_TYPE => Ok(TransactionResolution::Unknown),
+                sys_flag::TRANSACTION_COMMIT_TYPE => Ok(TransactionResolution::Commit),
+                sys_flag::TRANSACTION_ROLLBACK_TYPE => Ok(TransactionResolution::Rollback),
+                _ => Err(system_error("commitOrRollback field wrong")),
+            }
+        }
+        fn write(value: &TransactionResolution, cmd: &mut RemotingCommand, name: &'static str) {
+            let flag = match value {
+                TransactionResolution::Unknown => sys_flag::TRANSACTION_NOT_TYPE,
+                TransactionResolution::Commit => sys_flag::TRANSACTION_COMMIT_TYPE,
+                TransactionResolution::Rollback => sys_flag::TRANSACTION_ROLLBACK_TYPE,
+            };
+            out(cmd).put(name, flag);
+        }
+    }
+
+    /// RESET_CONSUMER_CLIENT_OFFSET's `ResetOffsetBody`, and the header fields
+    /// `Broker2Client.resetOffset` fills besides (`isForce` false, `queueId` -1).
+    pub struct ResetOffsets;
+    impl Field<Vec<(MessageQueue, i64)>> for ResetOffsets {
+        fn read(
+            cmd: &RemotingCommand,
+            _: &'static str,
+        ) -> Result<Vec<(MessageQueue, i64)>, ErrorReply> {
+            body::parse_reset_offsets(&cmd.body.to_bytes())
+                .map_err(|e| system_error(format!("malformed ResetOffsetBody: {e}")))
+        }
+        fn write(offsets: &Vec<(MessageQueue, i64)>, cmd: &mut RemotingCommand, _: &'static str) {
+            out(cmd).put("isForce", false).put("queueId", -1);
+            cmd.body = Body::from(body::reset_offset_json(offsets).into_bytes());
+        }
+    }
+
+    /// The body as sent.
+    pub struct RawBody;
+    impl Field<Bytes> for RawBody {
+        fn read(cmd: &RemotingCommand, _: &'static str) -> Result<Bytes, ErrorReply> {
+            Ok(cmd.body.to_bytes())
+        }
+        fn write(value: &Bytes, cmd: &mut RemotingCommand, _: &'static str) {
+            cmd.body = Body::from(value.clone());
+        }
     }
 }
 

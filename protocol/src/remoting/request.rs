@@ -1,21 +1,21 @@
 //! Request frames ⇄ [`Request`]: which code carries which header fields and body.
 
+use skiff_model::admin::AdminCommand;
 use skiff_model::command::{
-    AutoCreateTopic, BoundaryType, ErrorKind, ErrorReply, PullRequest, QueueRef, Request,
-    SendBackRequest, SendRequest, SubscriptionExpression,
+    AutoCreateTopic, ErrorKind, ErrorReply, PullRequest, Request, SendBackRequest, SendRequest,
+    SubscriptionExpression,
 };
-use skiff_model::consumer::{HeartbeatData, SubscriptionGroupConfig, EXPRESSION_TYPE_TAG};
-use skiff_model::message::{keys, sys_flag, Message, Properties};
+use skiff_model::consumer::EXPRESSION_TYPE_TAG;
+use skiff_model::message::{keys, Message, Properties};
+use skiff_model::pop::PopCommand;
 use skiff_model::record::body_crc;
 use skiff_model::route::{BrokerRegistration, TopicConfig, TopicFilterType};
-use skiff_model::transaction::{
-    CheckTransactionStateRequest, EndTransactionRequest, TransactionResolution,
-};
+use skiff_model::transaction::{CheckTransactionStateRequest, EndTransactionRequest};
 
 use super::body::{self, RegisterBrokerBody};
 use super::codes::request as code;
 use super::command::{Body, RemotingCommand, FLAG_ONEWAY};
-use super::fields::{system_error, Fields, FieldsOut};
+use super::fields::{kind, system_error, Field, Fields, FieldsOut};
 use crate::fastjson;
 
 /// `PullSysFlag` bits of a pull request's `sysFlag`.
@@ -83,172 +83,336 @@ const SEND_V2: SendNames = SendNames {
     broker_name: "n",
 };
 
-/// Server side: what the client asked. `Err` is the reply to send back: Java's answers for an
-/// unknown code (REQUEST_CODE_NOT_SUPPORTED, `" request type <code> not supported"`), a missing
-/// required header field (SYSTEM_ERROR, `"the custom field <name> is null"`), a field that does not
-/// parse, or a malformed body.
-pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
-    let f = Fields(&cmd.ext_fields);
-    let request = match cmd.code {
-        code::SEND_MESSAGE => Request::Send(decode_send(cmd, &SEND_V1)?),
-        code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE => {
-            Request::Send(decode_send(cmd, &SEND_V2)?)
-        }
-        code::PULL_MESSAGE | code::LITE_PULL_MESSAGE => Request::Pull(decode_pull(cmd)?),
-        code::QUERY_CONSUMER_OFFSET => Request::QueryConsumerOffset {
-            group: f.string("consumerGroup")?,
-            queue: queue(&f)?,
-            set_zero_if_not_found: f.opt_bool("setZeroIfNotFound") != Some(false),
-        },
-        code::UPDATE_CONSUMER_OFFSET => Request::UpdateConsumerOffset {
-            group: f.string("consumerGroup")?,
-            queue: queue(&f)?,
-            offset: f.num("commitOffset")?,
-        },
-        code::SEARCH_OFFSET_BY_TIMESTAMP => Request::SearchOffsetByTimestamp {
-            queue: queue(&f)?,
-            timestamp: f.num("timestamp")?,
-            // `BoundaryType.getType`: UPPER in any case, anything else LOWER.
-            boundary: match f.opt("boundaryType") {
-                Some(b) if b.eq_ignore_ascii_case("upper") => BoundaryType::Upper,
-                _ => BoundaryType::Lower,
-            },
-        },
-        code::GET_MAX_OFFSET => Request::GetMaxOffset { queue: queue(&f)? },
-        code::GET_MIN_OFFSET => Request::GetMinOffset { queue: queue(&f)? },
-        code::GET_EARLIEST_MSG_STORETIME => Request::GetEarliestMsgStoreTime { queue: queue(&f)? },
-        code::QUERY_MESSAGE => Request::QueryMessage {
-            topic: f.string("topic")?,
-            key: f.string("key")?,
-            max_num: f.num("maxNum")?,
-            begin_timestamp: f.num("beginTimestamp")?,
-            end_timestamp: f.num("endTimestamp")?,
-            unique_key: f.opt_bool(UNIQUE_KEY_QUERY) == Some(true),
-        },
-        code::VIEW_MESSAGE_BY_ID => Request::ViewMessage {
-            commit_log_offset: f.num("offset")?,
-        },
-        code::CONSUMER_SEND_MSG_BACK => Request::ConsumerSendMsgBack(SendBackRequest {
-            offset: f.num("offset")?,
-            group: f.string("group")?,
-            delay_level: f.num("delayLevel")?,
-            origin_msg_id: f.opt_string("originMsgId"),
-            origin_topic: f.opt_string("originTopic"),
-            unit_mode: f.opt_bool("unitMode") == Some(true),
-            max_reconsume_times: f.opt_num("maxReconsumeTimes")?,
-        }),
-        code::HEART_BEAT => Request::Heartbeat(json_body::<HeartbeatData>(cmd)?),
-        code::UNREGISTER_CLIENT => Request::UnregisterClient {
-            client_id: f.string("clientID")?,
-            producer_group: f.opt_string("producerGroup"),
-            consumer_group: f.opt_string("consumerGroup"),
-        },
-        code::GET_CONSUMER_LIST_BY_GROUP => Request::GetConsumerListByGroup {
-            group: f.string("consumerGroup")?,
-        },
-        code::END_TRANSACTION => Request::EndTransaction(decode_end_transaction(&f)?),
-        code::CHECK_TRANSACTION_STATE => {
-            Request::CheckTransactionState(CheckTransactionStateRequest {
-                topic: f.opt_string("topic").unwrap_or_default(),
-                tran_state_table_offset: f.num("tranStateTableOffset")?,
-                commit_log_offset: f.num("commitLogOffset")?,
-                msg_id: f.opt_string("msgId"),
-                transaction_id: f.opt_string("transactionId"),
-                offset_msg_id: f.opt_string("offsetMsgId").unwrap_or_default(),
-                broker_name: f.opt_string("bname").unwrap_or_default(),
-                message: cmd.body.to_bytes(),
-            })
-        }
-        code::CHECK_CLIENT_CONFIG => Request::CheckClientConfig(json_body(cmd)?),
-        code::LOCK_BATCH_MQ => Request::LockBatchMq(json_body(cmd)?),
-        code::UNLOCK_BATCH_MQ => Request::UnlockBatchMq(json_body(cmd)?),
-        code::UPDATE_AND_CREATE_TOPIC => Request::CreateTopic(decode_create_topic(&f)?),
-        code::DELETE_TOPIC_IN_BROKER => Request::DeleteTopicInBroker {
-            topic: f.string("topic")?,
-        },
-        code::GET_ALL_TOPIC_CONFIG => Request::GetAllTopicConfig,
-        code::GET_TOPIC_CONFIG => Request::GetTopicConfig {
-            topic: f.string("topic")?,
-            lo: f.opt_bool("lo") == Some(true),
-        },
-        code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP => {
-            Request::CreateSubscriptionGroup(json_body::<SubscriptionGroupConfig>(cmd)?)
-        }
-        code::GET_TOPIC_STATS_INFO => Request::GetTopicStats {
-            topic: f.string("topic")?,
-        },
-        code::GET_CONSUME_STATS => Request::GetConsumeStats {
-            group: f.string("consumerGroup")?,
-            topic: f.opt_string("topic"),
-        },
-        code::GET_BROKER_RUNTIME_INFO => Request::GetBrokerRuntimeInfo,
-        code::REGISTER_BROKER => Request::RegisterBroker(decode_register_broker(cmd)?),
-        code::UNREGISTER_BROKER => Request::UnregisterBroker {
-            cluster_name: f.string("clusterName")?,
-            broker_name: f.string("brokerName")?,
-            broker_addr: f.string("brokerAddr")?,
-            broker_id: f.num("brokerId")?,
-        },
-        code::GET_ROUTEINFO_BY_TOPIC => Request::GetRouteInfo {
-            topic: f.string("topic")?,
-        },
-        code::GET_BROKER_CLUSTER_INFO => Request::GetBrokerClusterInfo,
-        code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER => Request::GetAllTopicList,
-        code::DELETE_TOPIC_IN_NAMESRV => Request::DeleteTopicInNamesrv {
-            topic: f.string("topic")?,
-            cluster_name: f.opt_string("clusterName"),
-        },
-        code::NOTIFY_CONSUMER_IDS_CHANGED => Request::NotifyConsumerIdsChanged {
-            group: f.string("consumerGroup")?,
-        },
-        code::RESET_CONSUMER_CLIENT_OFFSET => Request::ResetConsumerClientOffset {
-            topic: f.string("topic")?,
-            group: f.string("group")?,
-            timestamp: f.num("timestamp")?,
-            offsets: body::parse_reset_offsets(&cmd.body.to_bytes())
-                .map_err(|e| system_error(format!("malformed ResetOffsetBody: {e}")))?,
-        },
-        pop if super::pop::is_pop_code(pop) => Request::Pop(super::pop::decode(cmd)?),
-        admin if super::admin::is_admin_code(admin) => Request::Admin(super::admin::decode(cmd)?),
-        other => {
-            return Err(ErrorReply {
-                kind: ErrorKind::RequestNotSupported,
-                message: format!(" request type {other} not supported"),
-            })
-        }
-    };
-    Ok(request)
+/// Builds a variant, or its pattern: plain (`Variant { fields }`) or wrapping a struct
+/// (`Variant(Struct { fields })`).
+macro_rules! variant {
+    ($variant:ident () { $($fields:tt)* }) => { Request::$variant { $($fields)* } };
+    ($variant:ident ($inner:ident) { $($fields:tt)* }) => { Request::$variant($inner { $($fields)* }) };
 }
 
-/// `EndTransactionRequestHeader`, with its `checkFields` rule on `commitOrRollback`.
-fn decode_end_transaction(f: &Fields) -> Result<EndTransactionRequest, ErrorReply> {
-    // Java 5.3.3 does not enforce this @CFNotNull field: a missing group fails the group check.
-    let producer_group = f.opt_string("producerGroup").unwrap_or_default();
-    let tran_state_table_offset = f.num("tranStateTableOffset")?;
-    let commit_log_offset = f.num("commitLogOffset")?;
-    let resolution = match f.num::<i32>("commitOrRollback")? {
-        sys_flag::TRANSACTION_NOT_TYPE => TransactionResolution::Unknown,
-        sys_flag::TRANSACTION_COMMIT_TYPE => TransactionResolution::Commit,
-        sys_flag::TRANSACTION_ROLLBACK_TYPE => TransactionResolution::Rollback,
-        _ => return Err(system_error("commitOrRollback field wrong")),
+/// A field's header name; kinds that are not one field ([`kind::Queue`], bodies) have none.
+macro_rules! field_name {
+    () => {
+        ""
     };
-    Ok(EndTransactionRequest {
-        producer_group,
-        tran_state_table_offset,
-        commit_log_offset,
-        resolution,
-        from_transaction_check: f.opt_bool("fromTransactionCheck") == Some(true),
-        msg_id: f.string("msgId")?,
-        transaction_id: f.opt_string("transactionId"),
-    })
+    ($name:expr) => {
+        $name
+    };
 }
 
-fn queue(f: &Fields) -> Result<QueueRef, ErrorReply> {
-    Ok(QueueRef {
-        topic: f.string("topic")?,
-        queue_id: f.num("queueId")?,
-        physical: f.opt_bool("lo") == Some(false),
-    })
+/// Declares the request table once and derives from it [`decode_request`], the encoding half of
+/// [`encode_request`] and [`request_code`]:
+/// - `header`: a variant whose frame is its code and header fields (and at most a body field),
+///   each field with its [`Field`] kind and Java name, in the order Java checks them;
+/// - `json`: a variant whose body is one JSON object;
+/// - `custom`: a variant whose frame needs its own code ([`Framed`]: codes chosen by content, or a
+///   family of codes with a table of its own).
+macro_rules! request_table {
+    (
+        header {
+            $( $hv:ident $( ($hs:ident) )? {
+                $( $field:ident : $kind:ident $( ($name:expr) )? ),* $(,)?
+            } = $hcode:ident, )*
+        }
+        json { $( $jv:ident = $jcode:ident, )* }
+        custom { $( $cv:ident($cs:ty), )* }
+    ) => {
+        /// Server side: what the client asked. `Err` is the reply to send back: Java's answers for
+        /// an unknown code (REQUEST_CODE_NOT_SUPPORTED, `" request type <code> not supported"`), a
+        /// missing required header field (SYSTEM_ERROR, `"the custom field <name> is null"`), a
+        /// field that does not parse, or a malformed body.
+        pub fn decode_request(cmd: &RemotingCommand) -> Result<Request, ErrorReply> {
+            Ok(match cmd.code {
+                $( code::$hcode => variant!($hv ($($hs)?) {
+                    $( $field: <kind::$kind as Field<_>>::read(cmd, field_name!($($name)?))?, )*
+                }), )*
+                $( code::$jcode => Request::$jv(json_body(cmd)?), )*
+                $( other if <$cs as Framed>::accepts(other) => {
+                    Request::$cv(<$cs as Framed>::decode(cmd)?)
+                } )*
+                other => {
+                    return Err(ErrorReply {
+                        kind: ErrorKind::RequestNotSupported,
+                        message: format!(" request type {other} not supported"),
+                    })
+                }
+            })
+        }
+
+        /// Writes `request`'s header fields and body into `cmd`; returns its code.
+        fn encode_fields(request: &Request, cmd: &mut RemotingCommand) -> i32 {
+            match request {
+                $( variant!($hv ($($hs)?) { $( $field, )* }) => {
+                    $( <kind::$kind as Field<_>>::write($field, cmd, field_name!($($name)?)); )*
+                    code::$hcode
+                } )*
+                $( Request::$jv(value) => {
+                    cmd.body = Body::from(body::to_json(value).into_bytes());
+                    code::$jcode
+                } )*
+                $( Request::$cv(inner) => {
+                    inner.encode(cmd);
+                    inner.code()
+                } )*
+            }
+        }
+
+        /// The request code Skiff sends for `request`.
+        pub fn request_code(request: &Request) -> i32 {
+            match request {
+                $( variant!($hv ($($hs)?) { .. }) => code::$hcode, )*
+                $( Request::$jv(_) => code::$jcode, )*
+                $( Request::$cv(inner) => inner.code(), )*
+            }
+        }
+    };
+}
+
+request_table! {
+    header {
+        QueryConsumerOffset {
+            group: Text("consumerGroup"),
+            queue: Queue,
+            set_zero_if_not_found: NotNo("setZeroIfNotFound"),
+        } = QUERY_CONSUMER_OFFSET,
+        UpdateConsumerOffset {
+            group: Text("consumerGroup"),
+            queue: Queue,
+            offset: Int("commitOffset"),
+        } = UPDATE_CONSUMER_OFFSET,
+        SearchOffsetByTimestamp {
+            queue: Queue,
+            timestamp: Int("timestamp"),
+            boundary: Boundary("boundaryType"),
+        } = SEARCH_OFFSET_BY_TIMESTAMP,
+        GetMaxOffset { queue: Queue } = GET_MAX_OFFSET,
+        GetMinOffset { queue: Queue } = GET_MIN_OFFSET,
+        GetEarliestMsgStoreTime { queue: Queue } = GET_EARLIEST_MSG_STORETIME,
+        QueryMessage {
+            topic: Text("topic"),
+            key: Text("key"),
+            max_num: Int("maxNum"),
+            begin_timestamp: Int("beginTimestamp"),
+            end_timestamp: Int("endTimestamp"),
+            unique_key: Yes(UNIQUE_KEY_QUERY),
+        } = QUERY_MESSAGE,
+        ViewMessage { commit_log_offset: Int("offset") } = VIEW_MESSAGE_BY_ID,
+        ConsumerSendMsgBack(SendBackRequest) {
+            offset: Int("offset"),
+            group: Text("group"),
+            delay_level: Int("delayLevel"),
+            origin_msg_id: OptText("originMsgId"),
+            origin_topic: OptText("originTopic"),
+            unit_mode: Yes("unitMode"),
+            max_reconsume_times: OptInt("maxReconsumeTimes"),
+        } = CONSUMER_SEND_MSG_BACK,
+        UnregisterClient {
+            client_id: Text("clientID"),
+            producer_group: OptText("producerGroup"),
+            consumer_group: OptText("consumerGroup"),
+        } = UNREGISTER_CLIENT,
+        GetConsumerListByGroup { group: Text("consumerGroup") } = GET_CONSUMER_LIST_BY_GROUP,
+        // Java 5.3.3 does not enforce `producerGroup`'s @CFNotNull: a missing group fails the
+        // group check instead.
+        EndTransaction(EndTransactionRequest) {
+            producer_group: TextOrEmpty("producerGroup"),
+            tran_state_table_offset: Int("tranStateTableOffset"),
+            commit_log_offset: Int("commitLogOffset"),
+            resolution: Resolution("commitOrRollback"),
+            from_transaction_check: Yes("fromTransactionCheck"),
+            msg_id: Text("msgId"),
+            transaction_id: OptText("transactionId"),
+        } = END_TRANSACTION,
+        CheckTransactionState(CheckTransactionStateRequest) {
+            topic: TextOrEmpty("topic"),
+            tran_state_table_offset: Int("tranStateTableOffset"),
+            commit_log_offset: Int("commitLogOffset"),
+            msg_id: OptText("msgId"),
+            transaction_id: OptText("transactionId"),
+            offset_msg_id: TextOrEmpty("offsetMsgId"),
+            broker_name: TextOrEmpty("bname"),
+            message: RawBody,
+        } = CHECK_TRANSACTION_STATE,
+        DeleteTopicInBroker { topic: Text("topic") } = DELETE_TOPIC_IN_BROKER,
+        GetAllTopicConfig {} = GET_ALL_TOPIC_CONFIG,
+        GetTopicConfig { topic: Text("topic"), lo: Yes("lo") } = GET_TOPIC_CONFIG,
+        GetTopicStats { topic: Text("topic") } = GET_TOPIC_STATS_INFO,
+        GetConsumeStats {
+            group: Text("consumerGroup"),
+            topic: OptText("topic"),
+        } = GET_CONSUME_STATS,
+        GetBrokerRuntimeInfo {} = GET_BROKER_RUNTIME_INFO,
+        UnregisterBroker {
+            cluster_name: Text("clusterName"),
+            broker_name: Text("brokerName"),
+            broker_addr: Text("brokerAddr"),
+            broker_id: Int("brokerId"),
+        } = UNREGISTER_BROKER,
+        GetRouteInfo { topic: Text("topic") } = GET_ROUTEINFO_BY_TOPIC,
+        GetBrokerClusterInfo {} = GET_BROKER_CLUSTER_INFO,
+        GetAllTopicList {} = GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+        DeleteTopicInNamesrv {
+            topic: Text("topic"),
+            cluster_name: OptText("clusterName"),
+        } = DELETE_TOPIC_IN_NAMESRV,
+        NotifyConsumerIdsChanged { group: Text("consumerGroup") } = NOTIFY_CONSUMER_IDS_CHANGED,
+        ResetConsumerClientOffset {
+            topic: Text("topic"),
+            group: Text("group"),
+            timestamp: Int("timestamp"),
+            offsets: ResetOffsets,
+        } = RESET_CONSUMER_CLIENT_OFFSET,
+    }
+    json {
+        Heartbeat = HEART_BEAT,
+        CheckClientConfig = CHECK_CLIENT_CONFIG,
+        LockBatchMq = LOCK_BATCH_MQ,
+        UnlockBatchMq = UNLOCK_BATCH_MQ,
+        CreateSubscriptionGroup = UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+    }
+    custom {
+        Send(SendRequest),
+        Pull(PullRequest),
+        CreateTopic(TopicConfig),
+        RegisterBroker(BrokerRegistration),
+        Pop(PopCommand),
+        Admin(AdminCommand),
+    }
+}
+
+/// A request whose frame is not just header fields under one code.
+trait Framed: Sized {
+    /// Whether a frame of `code` is one of these.
+    fn accepts(code: i32) -> bool;
+    fn decode(cmd: &RemotingCommand) -> Result<Self, ErrorReply>;
+    /// Writes the header fields and body.
+    fn encode(&self, cmd: &mut RemotingCommand);
+    /// The code Skiff sends it with.
+    fn code(&self) -> i32;
+}
+
+/// SEND_MESSAGE (`SendMessageRequestHeader`) is read; Skiff sends SEND_MESSAGE_V2, or
+/// SEND_BATCH_MESSAGE for batches (the one-letter `SendMessageRequestHeaderV2`).
+impl Framed for SendRequest {
+    fn accepts(code: i32) -> bool {
+        matches!(
+            code,
+            code::SEND_MESSAGE | code::SEND_MESSAGE_V2 | code::SEND_BATCH_MESSAGE
+        )
+    }
+    fn decode(cmd: &RemotingCommand) -> Result<Self, ErrorReply> {
+        let names = if cmd.code == code::SEND_MESSAGE {
+            &SEND_V1
+        } else {
+            &SEND_V2
+        };
+        decode_send(cmd, names)
+    }
+    fn encode(&self, cmd: &mut RemotingCommand) {
+        encode_send(self, cmd)
+    }
+    fn code(&self) -> i32 {
+        if self.batch {
+            code::SEND_BATCH_MESSAGE
+        } else {
+            code::SEND_MESSAGE_V2
+        }
+    }
+}
+
+impl Framed for PullRequest {
+    fn accepts(code: i32) -> bool {
+        matches!(code, code::PULL_MESSAGE | code::LITE_PULL_MESSAGE)
+    }
+    fn decode(cmd: &RemotingCommand) -> Result<Self, ErrorReply> {
+        decode_pull(cmd)
+    }
+    fn encode(&self, cmd: &mut RemotingCommand) {
+        encode_pull(self, cmd)
+    }
+    fn code(&self) -> i32 {
+        if self.lite {
+            code::LITE_PULL_MESSAGE
+        } else {
+            code::PULL_MESSAGE
+        }
+    }
+}
+
+/// UPDATE_AND_CREATE_TOPIC: `CreateTopicRequestHeader`, whose `attributes` and `topicFilterType`
+/// have grammars of their own.
+impl Framed for TopicConfig {
+    fn accepts(code: i32) -> bool {
+        code == code::UPDATE_AND_CREATE_TOPIC
+    }
+    fn decode(cmd: &RemotingCommand) -> Result<Self, ErrorReply> {
+        decode_create_topic(&Fields(&cmd.ext_fields))
+    }
+    fn encode(&self, cmd: &mut RemotingCommand) {
+        put_create_topic(&mut FieldsOut(&mut cmd.ext_fields), self)
+    }
+    fn code(&self) -> i32 {
+        code::UPDATE_AND_CREATE_TOPIC
+    }
+}
+
+/// REGISTER_BROKER: header fields and a `RegisterBrokerBody` checked by its CRC.
+impl Framed for BrokerRegistration {
+    fn accepts(code: i32) -> bool {
+        code == code::REGISTER_BROKER
+    }
+    fn decode(cmd: &RemotingCommand) -> Result<Self, ErrorReply> {
+        decode_register_broker(cmd)
+    }
+    fn encode(&self, cmd: &mut RemotingCommand) {
+        let body = body::register_broker_body(self);
+        FieldsOut(&mut cmd.ext_fields)
+            .put("clusterName", &self.cluster_name)
+            .put("brokerName", &self.broker_name)
+            .put("brokerAddr", &self.broker_addr)
+            .put("brokerId", self.broker_id)
+            .put("haServerAddr", &self.ha_server_addr)
+            .put_opt("heartbeatTimeoutMillis", self.heartbeat_timeout_millis)
+            .put("enableActingMaster", self.enable_acting_master)
+            .put("compressed", false)
+            .put("bodyCrc32", body_crc(&body));
+        cmd.body = Body::from(body);
+    }
+    fn code(&self) -> i32 {
+        code::REGISTER_BROKER
+    }
+}
+
+/// The POP family (`pop.rs` has its table).
+impl Framed for PopCommand {
+    fn accepts(code: i32) -> bool {
+        super::pop::is_pop_code(code)
+    }
+    fn decode(cmd: &RemotingCommand) -> Result<Self, ErrorReply> {
+        super::pop::decode(cmd)
+    }
+    fn encode(&self, cmd: &mut RemotingCommand) {
+        super::pop::encode(self, cmd)
+    }
+    fn code(&self) -> i32 {
+        super::pop::request_code(self)
+    }
+}
+
+/// Operators' and tools' requests (`admin.rs` has their table).
+impl Framed for AdminCommand {
+    fn accepts(code: i32) -> bool {
+        super::admin::is_admin_code(code)
+    }
+    fn decode(cmd: &RemotingCommand) -> Result<Self, ErrorReply> {
+        super::admin::decode(cmd)
+    }
+    fn encode(&self, cmd: &mut RemotingCommand) {
+        super::admin::encode(self, cmd)
+    }
+    fn code(&self) -> i32 {
+        super::admin::request_code(self)
+    }
 }
 
 /// A JSON (fastjson) body; an empty or malformed one is a system error, as Java's NPE would be.
@@ -327,7 +491,7 @@ fn merge_batch_properties(message: &mut Message, header: &Properties) {
 fn decode_pull(cmd: &RemotingCommand) -> Result<PullRequest, ErrorReply> {
     let f = Fields(&cmd.ext_fields);
     let consumer_group = f.string("consumerGroup")?;
-    let queue = queue(&f)?;
+    let queue = kind::Queue::read(cmd, "")?;
     let queue_offset = f.num("queueOffset")?;
     let max_msg_nums = f.num("maxMsgNums")?;
     let sys_flag: i32 = f.num("sysFlag")?;
@@ -474,261 +638,17 @@ fn decode_register_broker(cmd: &RemotingCommand) -> Result<BrokerRegistration, E
 /// Skiff's tools, the broker registering with a name server, or the broker notifying a consumer
 /// send it. Sends use SEND_MESSAGE_V2, or SEND_BATCH_MESSAGE for batches.
 pub fn encode_request(request: &Request, opaque: i32, oneway: bool) -> RemotingCommand {
-    let mut cmd = match request {
-        Request::Send(send) => encode_send(send),
-        Request::Pull(pull) => encode_pull(pull),
-        Request::Pop(pop) => {
-            let mut cmd = RemotingCommand::request(0, 0);
-            super::pop::encode(pop, &mut cmd);
-            cmd
-        }
-        Request::Admin(admin) => {
-            let mut cmd = RemotingCommand::request(0, 0);
-            super::admin::encode(admin, &mut cmd);
-            cmd
-        }
-        _ => RemotingCommand::request(0, 0),
-    };
-    cmd.code = request_code(request);
-    cmd.opaque = opaque;
+    let mut cmd = RemotingCommand::request(0, opaque);
+    cmd.code = encode_fields(request, &mut cmd);
     if oneway {
         cmd.flag |= FLAG_ONEWAY;
-    }
-    let mut out = FieldsOut(&mut cmd.ext_fields);
-    match request {
-        Request::Send(_) | Request::Pull(_) | Request::Pop(_) | Request::Admin(_) => {}
-        Request::QueryConsumerOffset {
-            group,
-            queue,
-            set_zero_if_not_found,
-        } => {
-            out.put("consumerGroup", group);
-            put_queue(&mut out, queue);
-            if !set_zero_if_not_found {
-                out.put("setZeroIfNotFound", false);
-            }
-        }
-        Request::UpdateConsumerOffset {
-            group,
-            queue,
-            offset,
-        } => {
-            out.put("consumerGroup", group).put("commitOffset", offset);
-            put_queue(&mut out, queue);
-        }
-        Request::SearchOffsetByTimestamp {
-            queue,
-            timestamp,
-            boundary,
-        } => {
-            put_queue(&mut out, queue);
-            out.put("timestamp", timestamp).put(
-                "boundaryType",
-                match boundary {
-                    BoundaryType::Lower => "LOWER",
-                    BoundaryType::Upper => "UPPER",
-                },
-            );
-        }
-        Request::GetMaxOffset { queue }
-        | Request::GetMinOffset { queue }
-        | Request::GetEarliestMsgStoreTime { queue } => {
-            put_queue(&mut out, queue);
-        }
-        Request::Heartbeat(heartbeat) => {
-            cmd.body = Body::from(body::to_json(heartbeat).into_bytes())
-        }
-        Request::CheckClientConfig(check) => {
-            cmd.body = Body::from(body::to_json(check).into_bytes())
-        }
-        Request::LockBatchMq(lock) | Request::UnlockBatchMq(lock) => {
-            cmd.body = Body::from(body::to_json(lock).into_bytes())
-        }
-        Request::UnregisterClient {
-            client_id,
-            producer_group,
-            consumer_group,
-        } => {
-            out.put("clientID", client_id)
-                .put_opt("producerGroup", producer_group.as_ref())
-                .put_opt("consumerGroup", consumer_group.as_ref());
-        }
-        Request::GetConsumerListByGroup { group } | Request::NotifyConsumerIdsChanged { group } => {
-            out.put("consumerGroup", group);
-        }
-        Request::CreateTopic(topic) => put_create_topic(&mut out, topic),
-        Request::DeleteTopicInBroker { topic }
-        | Request::GetTopicStats { topic }
-        | Request::GetRouteInfo { topic } => {
-            out.put("topic", topic);
-        }
-        Request::GetTopicConfig { topic, lo } => {
-            out.put("topic", topic).put("lo", lo);
-        }
-        Request::QueryMessage {
-            topic,
-            key,
-            max_num,
-            begin_timestamp,
-            end_timestamp,
-            unique_key,
-        } => {
-            out.put("topic", topic)
-                .put("key", key)
-                .put("maxNum", max_num)
-                .put("beginTimestamp", begin_timestamp)
-                .put("endTimestamp", end_timestamp)
-                .put(UNIQUE_KEY_QUERY, unique_key);
-        }
-        Request::ViewMessage { commit_log_offset } => {
-            out.put("offset", commit_log_offset);
-        }
-        Request::ConsumerSendMsgBack(back) => {
-            out.put("offset", back.offset)
-                .put("group", &back.group)
-                .put("delayLevel", back.delay_level)
-                .put_opt("originMsgId", back.origin_msg_id.as_ref())
-                .put_opt("originTopic", back.origin_topic.as_ref())
-                .put("unitMode", back.unit_mode)
-                .put_opt("maxReconsumeTimes", back.max_reconsume_times);
-        }
-        Request::CreateSubscriptionGroup(group) => {
-            cmd.body = Body::from(body::to_json(group).into_bytes())
-        }
-        Request::GetConsumeStats { group, topic } => {
-            out.put("consumerGroup", group)
-                .put_opt("topic", topic.as_ref());
-        }
-        Request::RegisterBroker(registration) => {
-            let body = body::register_broker_body(registration);
-            out.put("clusterName", &registration.cluster_name)
-                .put("brokerName", &registration.broker_name)
-                .put("brokerAddr", &registration.broker_addr)
-                .put("brokerId", registration.broker_id)
-                .put("haServerAddr", &registration.ha_server_addr)
-                .put_opt(
-                    "heartbeatTimeoutMillis",
-                    registration.heartbeat_timeout_millis,
-                )
-                .put("enableActingMaster", registration.enable_acting_master)
-                .put("compressed", false)
-                .put("bodyCrc32", body_crc(&body));
-            cmd.body = Body::from(body);
-        }
-        Request::UnregisterBroker {
-            cluster_name,
-            broker_name,
-            broker_addr,
-            broker_id,
-        } => {
-            out.put("clusterName", cluster_name)
-                .put("brokerName", broker_name)
-                .put("brokerAddr", broker_addr)
-                .put("brokerId", broker_id);
-        }
-        Request::DeleteTopicInNamesrv {
-            topic,
-            cluster_name,
-        } => {
-            out.put("topic", topic)
-                .put_opt("clusterName", cluster_name.as_ref());
-        }
-        Request::EndTransaction(end) => {
-            out.put("producerGroup", &end.producer_group)
-                .put("tranStateTableOffset", end.tran_state_table_offset)
-                .put("commitLogOffset", end.commit_log_offset)
-                .put(
-                    "commitOrRollback",
-                    match end.resolution {
-                        TransactionResolution::Unknown => sys_flag::TRANSACTION_NOT_TYPE,
-                        TransactionResolution::Commit => sys_flag::TRANSACTION_COMMIT_TYPE,
-                        TransactionResolution::Rollback => sys_flag::TRANSACTION_ROLLBACK_TYPE,
-                    },
-                )
-                .put("fromTransactionCheck", end.from_transaction_check)
-                .put("msgId", &end.msg_id)
-                .put_opt("transactionId", end.transaction_id.as_ref());
-        }
-        Request::CheckTransactionState(check) => {
-            out.put("topic", &check.topic)
-                .put("tranStateTableOffset", check.tran_state_table_offset)
-                .put("commitLogOffset", check.commit_log_offset)
-                .put_opt("msgId", check.msg_id.as_ref())
-                .put_opt("transactionId", check.transaction_id.as_ref())
-                .put("offsetMsgId", &check.offset_msg_id)
-                .put("bname", &check.broker_name);
-            cmd.body = Body::from(check.message.clone());
-        }
-        Request::ResetConsumerClientOffset {
-            topic,
-            group,
-            timestamp,
-            offsets,
-        } => {
-            // `ResetOffsetRequestHeader` as `Broker2Client.resetOffset` fills it.
-            out.put("topic", topic)
-                .put("group", group)
-                .put("timestamp", timestamp)
-                .put("isForce", false)
-                .put("queueId", -1);
-            cmd.body = Body::from(body::reset_offset_json(offsets).into_bytes());
-        }
-        Request::GetAllTopicConfig
-        | Request::GetBrokerRuntimeInfo
-        | Request::GetBrokerClusterInfo
-        | Request::GetAllTopicList => {}
     }
     cmd
 }
 
-/// The request code Skiff sends for `request`.
 /// Java's `RequestCode` name of the code `request` is sent with, for messages and logs.
 pub fn request_name(request: &Request) -> &'static str {
     code::name(request_code(request)).unwrap_or("UNKNOWN_REQUEST")
-}
-
-pub fn request_code(request: &Request) -> i32 {
-    match request {
-        Request::Send(send) if send.batch => code::SEND_BATCH_MESSAGE,
-        Request::Send(_) => code::SEND_MESSAGE_V2,
-        Request::Pull(pull) if pull.lite => code::LITE_PULL_MESSAGE,
-        Request::Pull(_) => code::PULL_MESSAGE,
-        Request::QueryConsumerOffset { .. } => code::QUERY_CONSUMER_OFFSET,
-        Request::UpdateConsumerOffset { .. } => code::UPDATE_CONSUMER_OFFSET,
-        Request::GetMaxOffset { .. } => code::GET_MAX_OFFSET,
-        Request::GetMinOffset { .. } => code::GET_MIN_OFFSET,
-        Request::SearchOffsetByTimestamp { .. } => code::SEARCH_OFFSET_BY_TIMESTAMP,
-        Request::GetEarliestMsgStoreTime { .. } => code::GET_EARLIEST_MSG_STORETIME,
-        Request::QueryMessage { .. } => code::QUERY_MESSAGE,
-        Request::ViewMessage { .. } => code::VIEW_MESSAGE_BY_ID,
-        Request::ConsumerSendMsgBack(_) => code::CONSUMER_SEND_MSG_BACK,
-        Request::Heartbeat(_) => code::HEART_BEAT,
-        Request::UnregisterClient { .. } => code::UNREGISTER_CLIENT,
-        Request::GetConsumerListByGroup { .. } => code::GET_CONSUMER_LIST_BY_GROUP,
-        Request::CheckClientConfig(_) => code::CHECK_CLIENT_CONFIG,
-        Request::LockBatchMq(_) => code::LOCK_BATCH_MQ,
-        Request::UnlockBatchMq(_) => code::UNLOCK_BATCH_MQ,
-        Request::CreateTopic(_) => code::UPDATE_AND_CREATE_TOPIC,
-        Request::DeleteTopicInBroker { .. } => code::DELETE_TOPIC_IN_BROKER,
-        Request::GetAllTopicConfig => code::GET_ALL_TOPIC_CONFIG,
-        Request::GetTopicConfig { .. } => code::GET_TOPIC_CONFIG,
-        Request::CreateSubscriptionGroup(_) => code::UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-        Request::GetTopicStats { .. } => code::GET_TOPIC_STATS_INFO,
-        Request::GetConsumeStats { .. } => code::GET_CONSUME_STATS,
-        Request::GetBrokerRuntimeInfo => code::GET_BROKER_RUNTIME_INFO,
-        Request::RegisterBroker(_) => code::REGISTER_BROKER,
-        Request::UnregisterBroker { .. } => code::UNREGISTER_BROKER,
-        Request::GetRouteInfo { .. } => code::GET_ROUTEINFO_BY_TOPIC,
-        Request::GetBrokerClusterInfo => code::GET_BROKER_CLUSTER_INFO,
-        Request::GetAllTopicList => code::GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
-        Request::DeleteTopicInNamesrv { .. } => code::DELETE_TOPIC_IN_NAMESRV,
-        Request::NotifyConsumerIdsChanged { .. } => code::NOTIFY_CONSUMER_IDS_CHANGED,
-        Request::EndTransaction(_) => code::END_TRANSACTION,
-        Request::CheckTransactionState(_) => code::CHECK_TRANSACTION_STATE,
-        Request::ResetConsumerClientOffset { .. } => code::RESET_CONSUMER_CLIENT_OFFSET,
-        Request::Pop(pop) => super::pop::request_code(pop),
-        Request::Admin(admin) => super::admin::request_code(admin),
-    }
 }
 
 /// `CreateTopicRequestHeader`'s fields for `topic` (UPDATE_AND_CREATE_TOPIC and
@@ -753,16 +673,7 @@ pub(super) fn put_create_topic(out: &mut FieldsOut, topic: &TopicConfig) {
     }
 }
 
-fn put_queue(out: &mut FieldsOut, queue: &QueueRef) {
-    out.put("topic", &queue.topic)
-        .put("queueId", queue.queue_id);
-    if queue.physical {
-        out.put("lo", false);
-    }
-}
-
-fn encode_send(send: &SendRequest) -> RemotingCommand {
-    let mut cmd = RemotingCommand::request(0, 0);
+fn encode_send(send: &SendRequest, cmd: &mut RemotingCommand) {
     let names = &SEND_V2;
     let single = if send.batch {
         None
@@ -799,11 +710,9 @@ fn encode_send(send: &SendRequest) -> RemotingCommand {
         Some(message) => Body::from(message.body.clone()),
         None => Body::from(body::encode_batch(&send.messages)),
     };
-    cmd
 }
 
-fn encode_pull(pull: &PullRequest) -> RemotingCommand {
-    let mut cmd = RemotingCommand::request(0, 0);
+fn encode_pull(pull: &PullRequest, cmd: &mut RemotingCommand) {
     let mut sys_flag = 0;
     if pull.commit_offset.is_some() {
         sys_flag |= pull_flag::COMMIT_OFFSET;
@@ -833,13 +742,15 @@ fn encode_pull(pull: &PullRequest) -> RemotingCommand {
         out.put("subscription", &subscription.expression)
             .put("expressionType", &subscription.expression_type);
     }
-    put_queue(&mut out, &pull.queue);
-    cmd
+    kind::Queue::write(&pull.queue, cmd, "");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use skiff_model::command::BoundaryType;
+    use skiff_model::consumer::HeartbeatData;
+    use skiff_model::transaction::TransactionResolution;
 
     fn cmd(code: i32, fields: &[(&str, &str)]) -> RemotingCommand {
         let mut cmd = RemotingCommand::request(code, 1);
