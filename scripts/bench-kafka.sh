@@ -11,7 +11,11 @@
 #   - ProducerPerformance, 1 KiB records, acks=1 then acks=all (no idempotence, default batching,
 #     as many records per second as it can): records/s, MB/s (its latencies are then mostly the
 #     time records wait in the producer's full buffer);
-#   - the same at a fixed RATE records/s, acks=1: average / p99 / p99.9 latency;
+#   - the same at a fixed RATE records/s, acks=1: average / p99 / p99.9 latency (these count the
+#     perf tool's own first seconds, JIT and connections, which send in 100-400 ms with either
+#     broker);
+#   - SteadyLatency (scripts/bench/kafka-tools): the same rate and record size after WARMUP_S
+#     seconds of sends, timed for STEADY_S seconds: the broker's latency once the client is warm;
 #   - ConsumerPerformance reading the acks=1 topic from the beginning: records/s, MB/s while
 #     fetching (the time to join its group left out);
 #   - the broker's CPU time per record in each phase (utime + stime from /proc);
@@ -19,7 +23,7 @@
 # Neither broker fsyncs before answering (Kafka never does; Skiff's default flushes every 500 ms).
 #
 # The results replace the part of docs/benchmarks.md between its bench-kafka markers.
-# Settings (environment): RECORDS, PARTITIONS, RATE, WORK, KAFKA_PORT, CONTROLLER_PORT, OUT, SKIFF_BIN
+# Settings (environment): RECORDS, PARTITIONS, RATE, WARMUP_S, STEADY_S, WORK, KAFKA_PORT, CONTROLLER_PORT, OUT, SKIFF_BIN
 # (a skiff binary instead of target/release/skiff; SKIFF_REV then names its commit), TARGETS.
 set -euo pipefail
 
@@ -31,6 +35,8 @@ PARTITIONS="${PARTITIONS:-4}"
 # The fixed rate of the latency run: below what either broker sustains here, so that latency
 # is the broker's and not the producer's full buffer.
 RATE="${RATE:-20000}"
+WARMUP_S="${WARMUP_S:-10}"
+STEADY_S="${STEADY_S:-30}"
 WORK="${WORK:-${TMPDIR:-/tmp}/skiff-bench-kafka}"
 KAFKA_PORT="${KAFKA_PORT:-39092}"
 CONTROLLER_PORT="${CONTROLLER_PORT:-39093}"
@@ -136,6 +142,19 @@ produce() { # TARGET ACKS TOPIC [RATE]: RATE records/s (key suffix .rateRATE), e
         'BEGIN { printf "%.1f", d / t * 1e6 / n }')"
 }
 
+steady() { # TARGET TOPIC: produce latency at RATE once the client is warm
+    local out key="$1.steady"
+    create_topic "$2"
+    out=$(taskset -c $LOAD_CPU java -Xms512m -Xmx1g -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
+        -cp "$tools_cp" "$root/scripts/bench/kafka-tools/SteadyLatency.java" "$bootstrap" "$2" \
+        $((RATE * WARMUP_S)) $((RATE * STEADY_S)) "$RATE" 1024 1 | tail -1)
+    log "$key: $out"
+    # "avg=A p50=B p99=C p999=D max=E" (ms)
+    for stat in avg p99 p999; do
+        put "$key.$stat" "$(sed -E "s/.*\b$stat=([0-9.]+).*/\1/" <<<"$out")"
+    done
+}
+
 consume() { # TARGET TOPIC
     local before after out
     before=$(cpu_ticks "$broker_pid")
@@ -163,6 +182,7 @@ rev="${SKIFF_REV:-$(cd "$root" && git rev-parse --short HEAD)}"
 put meta.rev "$rev"
 put meta.records "$RECORDS"
 put meta.rate "$RATE"
+put meta.steady "$WARMUP_S $STEADY_S"
 put meta.date "$(date -u '+%Y-%m-%d %H:%M UTC')"
 put meta.load "$(cut -d' ' -f1 /proc/loadavg)"
 
@@ -172,6 +192,7 @@ for target in $TARGETS; do
     produce "$target" 1 bench-acks1
     produce "$target" all bench-acksall
     produce "$target" 1 bench-rate "$RATE"
+    steady "$target" bench-steady
     consume "$target" bench-acks1
     # Peak resident memory over the whole session.
     put "$target.rss_mib" "$(awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$broker_pid/status")"

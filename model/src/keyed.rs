@@ -125,6 +125,20 @@ impl KeyedRecord {
         properties.insert(KAFKA_RECORD, self.encode_exact());
     }
 
+    /// [`KeyedRecord::from_message`] from the properties as stored: a message a Kafka client
+    /// produced is read from its [`KAFKA_RECORD`] alone, without building every property (a
+    /// fetch does this for each record it sends).
+    pub fn from_stored(timestamp: i64, body: Bytes, properties: &[u8]) -> KeyedRecord {
+        let exact = std::str::from_utf8(properties)
+            .ok()
+            .and_then(|text| Properties::find(text, KAFKA_RECORD))
+            .and_then(|exact| Self::decode_exact(exact, timestamp, &body));
+        match exact {
+            Some(record) => record,
+            None => Self::from_message(timestamp, body, &Properties::decode_bytes(properties)),
+        }
+    }
+
     /// The record a stored message reads as; `body` is the message body.
     pub fn from_message(timestamp: i64, body: Bytes, properties: &Properties) -> KeyedRecord {
         if let Some(record) = properties
@@ -288,6 +302,30 @@ mod tests {
         let stored = Properties::decode(&properties.encode());
         let read = KeyedRecord::from_message(record.timestamp, record.body(), &stored);
         assert_eq!(read, record);
+        // Straight from the stored bytes, as a fetch reads it.
+        let raw = properties.encode();
+        let read = KeyedRecord::from_stored(record.timestamp, record.body(), raw.as_bytes());
+        assert_eq!(read, record);
+    }
+
+    #[test]
+    fn stored_properties_without_the_exact_form_read_as_rocketmq_messages() {
+        let mut properties = Properties::new();
+        properties.insert(keys::KEYS, "k");
+        properties.insert("color", "red");
+        let raw = properties.encode();
+        let body = Bytes::from_static(b"body");
+        assert_eq!(
+            KeyedRecord::from_stored(3, body.clone(), raw.as_bytes()),
+            KeyedRecord::from_message(3, body.clone(), &properties)
+        );
+        // Bytes that are not UTF-8 go through Java's lossy decoding, as before.
+        let mut lossy = raw.into_bytes();
+        lossy.extend_from_slice(b"x\x01\xff\x02");
+        assert_eq!(
+            KeyedRecord::from_stored(3, body.clone(), &lossy),
+            KeyedRecord::from_message(3, body, &Properties::decode_bytes(&lossy))
+        );
     }
 
     #[test]

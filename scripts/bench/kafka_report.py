@@ -42,6 +42,7 @@ def verdict(q, target):
 
 
 RATE = r.get("meta.rate", "?")
+WARMUP_S, STEADY_S = (r.get("meta.steady", "? ?").split() + ["?", "?"])[:2]
 AT_LEAST, AT_MOST = ">=", "<="
 rows = [
     ("produce records/s, acks=1", "acks1.tps", "", (AT_LEAST, 1)),
@@ -50,10 +51,15 @@ rows = [
     ("produce records/s, acks=all", "acksall.tps", "", (AT_LEAST, 1)),
     ("broker CPU per record, acks=all", "acksall.cpu_us", " µs", None),
     (f"produce avg latency, acks=1, {RATE} records/s", f"acks1.rate{RATE}.avg", " ms", None),
-    (f"produce p99 latency, acks=1, {RATE} records/s", f"acks1.rate{RATE}.p99", " ms",
-     (AT_MOST, 0.5)),
-    (f"produce p99.9 latency, acks=1, {RATE} records/s", f"acks1.rate{RATE}.p999", " ms", None),
+    (f"produce p99 latency, acks=1, {RATE} records/s (perf tool's first seconds included)",
+     f"acks1.rate{RATE}.p99", " ms", None),
+    (f"produce p99.9 latency, acks=1, {RATE} records/s (same)", f"acks1.rate{RATE}.p999", " ms",
+     None),
     (f"broker CPU per record, acks=1, {RATE} records/s", f"acks1.rate{RATE}.cpu_us", " µs", None),
+    (f"produce avg latency, acks=1, {RATE} records/s, {STEADY_S} s after a {WARMUP_S} s warm-up",
+     "steady.avg", " ms", None),
+    (f"produce p99 latency, same", "steady.p99", " ms", (AT_MOST, 0.5)),
+    (f"produce p99.9 latency, same", "steady.p999", " ms", None),
     ("consume records/s", "consume.tps", "", (AT_LEAST, 1)),
     ("consume MB/s", "consume.mbs", "", None),
     ("broker CPU per record consumed", "consume.cpu_us", " µs", None),

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use skiff_model::keyed::KeyedRecord;
-use skiff_model::message::Properties;
 use skiff_model::record::Record;
 use skiff_protocol::compression::decompressed_body;
 use skiff_protocol::kafka::records::{self, BATCH_HEADER_LEN};
@@ -197,13 +196,9 @@ fn read_partition(
             // A RocketMQ producer's compressed body reads as what it sent.
             let body = match decompressed_body(stored.sys_flag, stored.body, MAX_BODY) {
                 Some(body) => Bytes::from(body),
-                None => Bytes::copy_from_slice(stored.body),
+                None => message.slice_ref(stored.body),
             };
-            let record = KeyedRecord::from_message(
-                stored.born_timestamp,
-                body,
-                &Properties::decode_bytes(stored.properties),
-            );
+            let record = KeyedRecord::from_stored(stored.born_timestamp, body, stored.properties);
             if records.is_empty() {
                 base_timestamp = record.timestamp;
             }
