@@ -23,7 +23,8 @@
 # Settings (environment): WARMUP, DURATION (seconds), RECOVERY_MB, QUIET_LOAD (1-minute load to
 # wait for before starting, up to QUIET_WAIT seconds), WORK (scratch directory), NAMESRV_PORT,
 # BROKER_PORT, OUT (the document to update), TARGETS ("skiff apache"), SKIFF_BIN (a skiff binary to
-# use instead of building target/release/skiff; SKIFF_REV then names its commit).
+# use instead of building target/release/skiff; SKIFF_REV then names its commit), KEEP_STORES (set:
+# keep the brokers' stores under WORK after the run; by default they are removed).
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -183,3 +184,9 @@ done
 put "meta.load_after" "$(cut -d' ' -f1-3 /proc/loadavg)"
 python3 "$report" doc "$results" "$OUT"
 log "results in $results; $OUT updated"
+# The brokers' stores take about 30 GB: left in /tmp they fill the disk under the next test run,
+# whose brokers then refuse sends at 90 %. The logs and outputs stay.
+if [ -z "${KEEP_STORES:-}" ]; then
+    rm -rf "$WORK"/*/store
+    log "broker stores removed (KEEP_STORES=1 keeps them)"
+fi

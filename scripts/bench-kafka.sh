@@ -23,7 +23,7 @@
 # Neither broker fsyncs before answering (Kafka never does; Skiff's default flushes every 500 ms).
 #
 # The results replace the part of docs/benchmarks.md between its bench-kafka markers.
-# Settings (environment): RECORDS, PARTITIONS, RATE, WARMUP_S, STEADY_S, WORK, KAFKA_PORT, CONTROLLER_PORT, OUT, SKIFF_BIN
+# Settings (environment): RECORDS, PARTITIONS, RATE, WARMUP_S, STEADY_S, KEEP_STORES, WORK, KAFKA_PORT, CONTROLLER_PORT, OUT, SKIFF_BIN
 # (a skiff binary instead of target/release/skiff; SKIFF_REV then names its commit), TARGETS.
 set -euo pipefail
 
@@ -198,6 +198,8 @@ for target in $TARGETS; do
     put "$target.rss_mib" "$(awk '/^VmHWM:/ { printf "%.0f", $2 / 1024 }' "/proc/$broker_pid/status")"
     kill -TERM "$broker_pid"
     wait "$broker_pid" 2>/dev/null || true
+    # Gigabytes each: not left in /tmp for the next test run's disk check (KEEP_STORES=1 keeps).
+    [ -n "${KEEP_STORES:-}" ] || rm -rf "$WORK/$target/store" "$WORK/$target/kafka-logs"
 done
 
 python3 "$root/scripts/bench/kafka_report.py" "$results" "$OUT"
