@@ -73,11 +73,18 @@ impl Allocator {
         Ok(Arc::new(file))
     }
 
-    /// The pre-made segment starting at `from`, if it is ready.
+    /// The pre-made segment starting at `from`, if it is ready. One made for an earlier offset
+    /// is deleted: writers only move forward, and a slave's first replicated segment need not be
+    /// the 0 the allocator guessed for an empty CommitLog (left on disk, an empty segment before
+    /// the data would end the CommitLog at 0 in the next recovery).
     fn take(&self, from: i64) -> Option<Arc<MappedFile>> {
         let mut state = self.state.lock();
         match state.ready.take() {
             Some(file) if file.from() == from => Some(Arc::new(file)),
+            Some(stale) if stale.from() < from => {
+                discard(stale);
+                None
+            }
             other => {
                 state.ready = other;
                 None

@@ -47,6 +47,9 @@ pub(crate) struct CommitLog {
     /// End of the range populated ahead of the writer (`i64::MAX` once the kernel refused):
     /// written by the flush thread, read by puts to know when to wake it.
     populated: AtomicI64,
+    /// Offset of the last record written, -1 when there is none (a slave compares its last
+    /// record with the master's before it streams on).
+    last_record: AtomicI64,
 }
 
 /// A record ready to be written: where it sits in the batch buffer.
@@ -66,7 +69,12 @@ pub(crate) enum Checked<'a> {
 }
 
 impl CommitLog {
-    pub(crate) fn new(files: FileQueue, allocator: Arc<Allocator>) -> Self {
+    /// The CommitLog of the recovered `files`, whose last record starts at `last_record`.
+    pub(crate) fn new(
+        files: FileQueue,
+        allocator: Arc<Allocator>,
+        last_record: Option<i64>,
+    ) -> Self {
         allocator.request(files.current().map_or(0, |f| f.end()));
         CommitLog {
             files,
@@ -74,6 +82,7 @@ impl CommitLog {
             allocator,
             read_ahead: AtomicBool::new(true),
             populated: AtomicI64::new(0),
+            last_record: AtomicI64::new(last_record.unwrap_or(-1)),
         }
     }
 
@@ -118,6 +127,30 @@ impl CommitLog {
     /// Offset the next record will be written at (end of the published data).
     pub(crate) fn max_offset(&self) -> i64 {
         self.files.max_offset()
+    }
+
+    /// Whether no segment holds a byte (there may be an empty one).
+    pub(crate) fn is_empty(&self) -> bool {
+        self.files.current().is_none_or(|f| f.readable() == 0)
+    }
+
+    /// The last record written: its offset and bytes.
+    pub(crate) fn last_record(&self) -> Option<(i64, Bytes)> {
+        let offset = self.last_record.load(Ordering::Acquire);
+        let record = self.read_record(offset)?;
+        Some((offset, record))
+    }
+
+    /// Published bytes from `from` up to `max` of them, inside `from`'s segment, zero-copy;
+    /// `None` outside `[min_offset, max_offset)`.
+    pub(crate) fn data(&self, from: i64, max: usize) -> Option<Bytes> {
+        if from < self.min_offset() || from >= self.max_offset() {
+            return None;
+        }
+        let file = self.files.find(from)?;
+        let pos = (from - file.from()) as usize;
+        let len = file.readable().checked_sub(pos)?.min(max);
+        file.slice(pos, len)
     }
 
     pub(crate) fn flushed_where(&self) -> i64 {
@@ -228,7 +261,9 @@ impl CommitLog {
                 pos += record.len;
             }
             let chunk = records.first().map_or(0..0, |r| r.start..r.start + total);
-            return write_chunk(&first, &buf[chunk], store_timestamp);
+            write_chunk(&first, &buf[chunk], store_timestamp)?;
+            self.note_last_record(offsets);
+            return Ok(());
         }
         // Plan which segment and position each record gets, making segments as needed.
         let mut segments: Vec<Arc<MappedFile>> = vec![first];
@@ -266,7 +301,54 @@ impl CommitLog {
             &segments[current],
             &buf[chunk_start..chunk_end],
             store_timestamp,
-        )
+        )?;
+        self.note_last_record(offsets);
+        Ok(())
+    }
+
+    fn note_last_record(&self, offsets: &[i64]) {
+        if let Some(last) = offsets.last() {
+            self.last_record.store(*last, Ordering::Release);
+        }
+    }
+
+    /// Writes a slave's replicated `bytes` at `offset`, the end of the CommitLog or, when it is
+    /// empty, a segment start. The caller checked them: whole records inside one segment, maybe
+    /// ending in its blank, which fills the segment (the next bytes then go to the next one).
+    /// `last` is the offset and store timestamp of the last record among them. An I/O error
+    /// writes nothing (blocks are allocated first).
+    pub(crate) fn append_replicated(
+        &self,
+        _guard: &PutGuard<'_>,
+        offset: i64,
+        bytes: &[u8],
+        last: Option<(i64, i64)>,
+    ) -> io::Result<()> {
+        let segment = self.segment_at(offset)?;
+        segment.append(bytes)?.ok_or_else(|| {
+            io::Error::other("commit log segment has no room for replicated bytes")
+        })?;
+        if let Some((offset, store_timestamp)) = last {
+            segment.set_store_timestamp(store_timestamp);
+            self.last_record.store(offset, Ordering::Release);
+        }
+        Ok(())
+    }
+
+    /// The segment replicated bytes at `offset` go to: the one being written, the next one when
+    /// that is full, or on an empty CommitLog a new one starting at `offset`, which replaces
+    /// the empty segments left from before (a slave may start anywhere in the master's history).
+    fn segment_at(&self, offset: i64) -> io::Result<Arc<MappedFile>> {
+        match self.files.current() {
+            Some(current) if current.from() <= offset && offset < current.end() => Ok(current),
+            Some(current) if current.readable() > 0 => self.next_segment(&current),
+            _ => {
+                let empty = self.files.snapshot().len();
+                let segment = self.new_segment(offset)?;
+                self.files.remove_first(empty)?;
+                Ok(segment)
+            }
+        }
     }
 
     fn next_segment(&self, current: &Arc<MappedFile>) -> io::Result<Arc<MappedFile>> {

@@ -14,12 +14,26 @@ pub enum FlushDiskType {
     SyncFlush,
 }
 
+/// Whether the store takes puts or only bytes replicated from a master (`brokerRole`: a
+/// `SLAVE`, or either kind of master).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum StoreRole {
+    /// Puts append; [`crate::MessageStore::append_replicated`] is refused.
+    #[default]
+    Master,
+    /// Only [`crate::MessageStore::append_replicated`] writes the CommitLog; puts are refused, so
+    /// that the master's bytes are the only ones in it.
+    Slave,
+}
+
 /// Every setting of the store. Field comments give the Java name where it differs.
 #[derive(Debug, Clone)]
 pub struct StoreConfig {
     /// `storePathRootDir`: holds `commitlog/`, `consumequeue/`, `index/`, `checkpoint`, `abort`
     /// and `lock` (`config/` belongs to the broker).
     pub root_dir: PathBuf,
+    /// Master (puts) or slave (replicated appends only).
+    pub role: StoreRole,
     /// `mappedFileSizeCommitLog`: bytes per CommitLog segment.
     pub commit_log_file_size: u64,
     /// `mappedFileSizeConsumeQueue / 20`: entries per ConsumeQueue file.
@@ -140,6 +154,7 @@ impl Default for StoreConfig {
     fn default() -> Self {
         StoreConfig {
             root_dir: PathBuf::from("./store"),
+            role: StoreRole::Master,
             commit_log_file_size: 1024 * 1024 * 1024,
             consume_queue_file_entries: 300_000,
             flush_disk_type: FlushDiskType::AsyncFlush,

@@ -2,15 +2,18 @@
 //!
 //! The live put path and recovery both describe each record as a [`Dispatch`] and hand it to the
 //! same code, so a ConsumeQueue rebuilt from the CommitLog is byte-identical to the one written
-//! live.
+//! live. Recovery and a slave's replicated appends write entries with the same function,
+//! [`Dispatch::put_entry`].
 
 use std::borrow::Cow;
+use std::io;
+use std::ops::Deref;
 
 pub(crate) use skiff_model::delay::DelayLevels;
 use skiff_model::message::{keys, sys_flag, NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR};
 use skiff_model::record::Record;
 
-use crate::consume_queue::CqEntry;
+use crate::consume_queue::{ConsumeQueue, CqEntry, Gaps, Put};
 
 /// Topic of delayed messages; their entries carry the deliver time instead of a tag code.
 pub(crate) const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
@@ -56,6 +59,24 @@ impl<'a> Dispatch<'a> {
             size: self.size,
             tags_code: tags_code(self.topic, &self.properties, self.store_timestamp, delays),
         }
+    }
+
+    /// Writes this record's entry at the queue offset the record carries, into the queue
+    /// `queue_of` finds (or makes) for its topic and queue id; `None` for a record without an
+    /// entry. This is how recovery and a slave's replicated appends build queues from records.
+    pub(crate) fn put_entry<Q: Deref<Target = ConsumeQueue>>(
+        &self,
+        delays: &DelayLevels,
+        gaps: Gaps,
+        queue_of: impl FnOnce(&str, i32) -> io::Result<Q>,
+    ) -> io::Result<Option<Put>> {
+        if !self.has_queue_entry() {
+            return Ok(None);
+        }
+        let queue = queue_of(self.topic, self.queue_id)?;
+        queue
+            .put(self.queue_offset, self.entry(delays), gaps)
+            .map(Some)
     }
 }
 

@@ -49,3 +49,29 @@ pub enum PutError {
     #[error("the store could not write: {0}")]
     Io(#[from] io::Error),
 }
+
+/// Why [`crate::MessageStore::append_replicated`] refused bytes. Nothing of a refused chunk is
+/// written, except after [`ReplicaError::Io`] from a ConsumeQueue (the CommitLog has the bytes;
+/// the store then refuses writes and recovery rebuilds the queues at the next open).
+#[derive(Debug, thiserror::Error)]
+pub enum ReplicaError {
+    #[error("the message store is not a slave: it takes no replicated bytes")]
+    NotSlave,
+    #[error(
+        "replicated bytes start at commit log offset {got}, but the commit log ends at {expected}"
+    )]
+    WrongOffset { expected: i64, got: i64 },
+    #[error("replication into an empty commit log must start at a segment start: {offset} is not a multiple of the segment size {segment_size}")]
+    Misaligned { offset: i64, segment_size: i64 },
+    #[error("bad record at commit log offset {offset}: {reason}")]
+    BadRecord { offset: i64, reason: String },
+    #[error("replicated bytes from commit log offset {offset} cross the end of its segment")]
+    CrossesSegment { offset: i64 },
+    #[error("the record at commit log offset {offset} does not continue this store: {reason}")]
+    Diverged { offset: i64, reason: String },
+    /// The store is shut down, its disk is full, or a ConsumeQueue write failed earlier.
+    #[error("{0}")]
+    ServiceNotAvailable(String),
+    #[error("the store could not write replicated bytes: {0}")]
+    Io(#[from] io::Error),
+}

@@ -10,6 +10,14 @@
 //! written by the Java broker opens here and the other way round. The record layout itself
 //! comes from `skiff_model::record`.
 //!
+//! It also owns the store's side of master/slave replication. A store opened with
+//! [`StoreRole::Slave`] refuses puts and takes its master's CommitLog bytes through
+//! [`MessageStore::append_replicated`], which checks them, copies them as they are and writes
+//! their ConsumeQueue entries as recovery does (the index follows the CommitLog as on a master),
+//! so a slave's files equal its master's. A master hands those bytes out with [`MessageStore::commit_log_data`] and
+//! [`MessageStore::commit_log_end_watch`]; [`MessageStore::last_record`] lets either side
+//! compare where they stand. The protocol that carries the bytes is the broker's.
+//!
 //! It must not know any protocol or client: the broker hands it [`MessageToStore`]s and a tag
 //! filter, and gets offsets and zero-copy record bytes back.
 //!
@@ -60,14 +68,15 @@ mod put;
 mod queues;
 mod read;
 mod recovery;
+mod replica;
 mod retention;
 mod stats;
 pub mod timer;
 
-pub use config::{FlushDiskType, RetentionSettings, StoreConfig};
+pub use config::{FlushDiskType, RetentionSettings, StoreConfig, StoreRole};
 pub use consume_queue::Boundary;
 pub use env::{Clock, DiskProbe, StatvfsDisk, StoreEnv, SystemClock};
-pub use error::{PutError, StoreError};
+pub use error::{PutError, ReplicaError, StoreError};
 pub use index::QueryMessagesResult;
 pub use message_store::{ArrivalListener, FlushWait, MessageStore, Put};
 pub use put::{AppendedMessage, MessageToStore, PutResult, PutStatus};

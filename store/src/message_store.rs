@@ -1,5 +1,5 @@
-//! [`MessageStore`]: opening (lock, recovery, services), the put and read entry points, and
-//! shutdown (Java's `DefaultMessageStore`).
+//! [`MessageStore`]: opening (lock, recovery, services), the put, replication and read entry
+//! points, and shutdown (Java's `DefaultMessageStore`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -13,19 +13,20 @@ use parking_lot::Mutex;
 use crate::allocate::Allocator;
 use crate::checkpoint::Checkpoint;
 use crate::commit_log::CommitLog;
-use crate::config::{FlushDiskType, RetentionSettings, StoreConfig};
+use crate::config::{FlushDiskType, RetentionSettings, StoreConfig, StoreRole};
 use crate::consume_queue::Boundary;
 use crate::cq_allocate::CqAllocator;
 use crate::dir::{AbortFile, DirLock};
 use crate::dispatch::DelayLevels;
 use crate::env::StoreEnv;
-use crate::error::{PutError, StoreError};
+use crate::error::{PutError, ReplicaError, StoreError};
 use crate::flush::{self, GroupCommit, Waker};
 use crate::index::{self, IndexService, QueryMessagesResult};
 use crate::put::{self, AppendedMessage, MessageToStore, PutResult, PutStatus};
 use crate::queues::{self, QueueTable};
 use crate::read::{GetMessagesResult, QueueEntry};
 use crate::recovery::Recovery;
+use crate::replica;
 use crate::retention;
 use crate::stats::{LatencySnapshot, Stats};
 
@@ -69,6 +70,9 @@ pub(crate) struct Shared {
     pub manual_delete_rounds: std::sync::atomic::AtomicU32,
     /// What retention rounds read: the config's settings until an operator changes them.
     pub retention: parking_lot::RwLock<RetentionSettings>,
+    /// The CommitLog's max offset for [`MessageStore::commit_log_end_watch`]; updated only while
+    /// someone watches (see [`Shared::publish_end`]).
+    end_watch: tokio::sync::watch::Sender<i64>,
 }
 
 impl Shared {
@@ -115,6 +119,34 @@ impl Shared {
     /// Sets whether the disk is too full for puts; returns the previous state.
     pub(crate) fn set_disk_full(&self, full: bool) -> bool {
         self.disk_full.swap(full, Ordering::AcqRel)
+    }
+
+    /// Tells [`MessageStore::commit_log_end_watch`] receivers that the CommitLog reached `end`
+    /// (after the put lock). Without receivers this is one atomic load; the value only grows,
+    /// whatever order concurrent writers publish in.
+    pub(crate) fn publish_end(&self, end: i64) {
+        if self.end_watch.receiver_count() > 0 {
+            self.end_watch.send_if_modified(|current| {
+                let grows = end > *current;
+                if grows {
+                    *current = end;
+                }
+                grows
+            });
+        }
+    }
+
+    /// Wakes the CommitLog flush after an append that ended at `end`, as the configured flush
+    /// wants it (a sync-flush put that waits asks the group commit itself).
+    pub(crate) fn wake_flush(&self, end: i64) {
+        match self.config.flush_disk_type {
+            FlushDiskType::SyncFlush => self.group_commit.waker.wake(),
+            FlushDiskType::AsyncFlush => {
+                if crate::flush::wants_async_flush(self, end) {
+                    self.flush_waker.wake();
+                }
+            }
+        }
     }
 
     pub(crate) fn mark_consume_queue_error(&self) {
@@ -249,10 +281,14 @@ impl MessageStore {
             Arc::clone(&env.fs),
         ));
         let shared = Arc::new(Shared {
-            commit_log: CommitLog::new(commit_log_files, Arc::clone(&allocator)),
+            commit_log: CommitLog::new(
+                commit_log_files,
+                Arc::clone(&allocator),
+                recovered.last_record,
+            ),
             allocator,
             cq_allocator: CqAllocator::default(),
-            queues: QueueTable::new(cq_root, cq_file_size, recovered, Arc::clone(&env.fs)),
+            queues: QueueTable::new(cq_root, cq_file_size, recovered.queues, Arc::clone(&env.fs)),
             checkpoint,
             delays,
             stats: Stats::default(),
@@ -271,6 +307,7 @@ impl MessageStore {
             disk_full: AtomicBool::new(false),
             manual_delete_rounds: std::sync::atomic::AtomicU32::new(0),
             retention: parking_lot::RwLock::new(config.retention.clone()),
+            end_watch: tokio::sync::watch::Sender::new(0),
             config,
             env,
         });
@@ -349,13 +386,17 @@ impl MessageStore {
             }));
         }
         let shared = &self.shared;
-        let appended = match put::append(shared, &messages) {
+        let appended = match self
+            .check_master()
+            .and_then(|()| put::append(shared, &messages))
+        {
             Ok(appended) => appended,
             Err(e) => {
                 Stats::add(&shared.stats.put_message_failed_times, 1);
                 return Err(e);
             }
         };
+        shared.publish_end(appended.end_offset);
         match shared.config.flush_disk_type {
             FlushDiskType::SyncFlush if put::wants_flush_wait(&messages) => {
                 if shared.commit_log.flushed_where() < appended.end_offset {
@@ -367,18 +408,72 @@ impl MessageStore {
                     }));
                 }
             }
-            FlushDiskType::SyncFlush => shared.group_commit.waker.wake(),
-            FlushDiskType::AsyncFlush => {
-                if crate::flush::wants_async_flush(shared, appended.end_offset) {
-                    shared.flush_waker.wake();
-                }
-            }
+            _ => shared.wake_flush(appended.end_offset),
         }
         shared.stats.record_put_time(begin);
         Ok(Put::Done(PutResult {
             status: PutStatus::Ok,
             messages: appended.messages,
         }))
+    }
+
+    /// Puts are for a master: a slave's CommitLog holds its master's bytes only.
+    fn check_master(&self) -> Result<(), PutError> {
+        match self.shared.config.role {
+            StoreRole::Master => Ok(()),
+            StoreRole::Slave => Err(PutError::ServiceNotAvailable(format!(
+                "message store is in slave mode, so putMessage is forbidden: {NOT_AVAILABLE}"
+            ))),
+        }
+    }
+
+    /// Whether this store takes puts (master) or only replicated bytes (slave).
+    pub fn role(&self) -> StoreRole {
+        self.shared.config.role
+    }
+
+    /// Slave only: appends raw CommitLog bytes replicated from the master at `offset`, the end
+    /// of this CommitLog (or, when it is empty, any segment start: the slave then starts there).
+    /// `bytes` must be whole records, possibly ending in the segment's end blank (header and
+    /// filler, up to the segment end), inside one segment. Every record is checked first (size,
+    /// magic, PHYSICALOFFSET, body CRC with `check_crc_on_recover`, queue offsets continuing the
+    /// queues): a refused chunk writes nothing. Then the bytes are copied under the put lock, and
+    /// each record's ConsumeQueue entry is written as recovery writes it (an empty queue is
+    /// padded up to its first entry). Long polls, the flush and the end watch are woken as after
+    /// a put. Returns the new max offset. Blocks on the disk: call it from a blocking thread.
+    pub fn append_replicated(&self, offset: i64, bytes: &[u8]) -> Result<i64, ReplicaError> {
+        if self.shared.config.role != StoreRole::Slave {
+            return Err(ReplicaError::NotSlave);
+        }
+        replica::append(&self.shared, offset, bytes)
+    }
+
+    /// Published CommitLog bytes from `from`, at most `max`, never past the end of `from`'s
+    /// segment (what a master streams to a slave), zero-copy. `None` when `from` lies outside
+    /// `[commit_log_min_offset, commit_log_max_offset)`.
+    pub fn commit_log_data(&self, from: i64, max: usize) -> Option<Bytes> {
+        self.shared.commit_log.data(from, max)
+    }
+
+    /// The CommitLog's last whole record: its offset and bytes (`None` when empty). A slave
+    /// compares it with the master's record at that offset before streaming on.
+    pub fn last_record(&self) -> Option<(i64, Bytes)> {
+        self.shared.commit_log.last_record()
+    }
+
+    /// The CommitLog's max offset, updated after every put and replicated append (a master's
+    /// replication writers wait on it instead of polling).
+    pub fn commit_log_end_watch(&self) -> tokio::sync::watch::Receiver<i64> {
+        let shared = &self.shared;
+        let receiver = shared.end_watch.subscribe();
+        // Nobody may have watched before: bring the value up to date.
+        shared.publish_end(shared.commit_log.max_offset());
+        receiver
+    }
+
+    /// Bytes per CommitLog segment (`mappedFileSizeCommitLog`).
+    pub fn commit_log_segment_size(&self) -> i64 {
+        self.shared.config.commit_log_file_size as i64
     }
 
     /// A pull (`DefaultMessageStore.getMessage`): up to `max_msg_nums` records from `offset`

@@ -38,13 +38,20 @@ pub(crate) struct Recovery<'a> {
 
 type Queues = HashMap<(String, i32), ConsumeQueue>;
 
+/// What recovery leaves to serve.
+pub(crate) struct Recovered {
+    pub queues: Vec<ConsumeQueue>,
+    /// Offset of the CommitLog's last valid record.
+    pub last_record: Option<i64>,
+}
+
 impl Recovery<'_> {
-    /// Recovers `commit_log` and `queues`; returns the queues to serve.
+    /// Recovers `commit_log` and `queues`.
     pub(crate) fn run(
         &self,
         commit_log: &mut FileQueue,
         queues: Vec<ConsumeQueue>,
-    ) -> io::Result<Vec<ConsumeQueue>> {
+    ) -> io::Result<Recovered> {
         let mut queues: Queues = queues
             .into_iter()
             .map(|q| ((q.topic().to_string(), q.queue_id()), q))
@@ -59,14 +66,17 @@ impl Recovery<'_> {
                 queue.destroy()?;
             }
             commit_log.truncate(0)?;
-            return Ok(Vec::new());
+            return Ok(Recovered {
+                queues: Vec::new(),
+                last_record: None,
+            });
         }
         let start = self.start_segment(&files, &queues);
         let scan_from = files[start].from();
         let began = std::time::Instant::now();
         let mut gapped = HashSet::new();
         let (end, last_valid) = scan(&files, start, self.check_crc, |dispatch| {
-            if let Put::Gap = self.dispatch(&mut queues, &dispatch, Gaps::Refuse)? {
+            if let Some(Put::Gap) = self.dispatch(&mut queues, &dispatch, Gaps::Refuse)? {
                 gapped.insert((dispatch.topic.to_string(), dispatch.queue_id));
             }
             Ok(())
@@ -93,12 +103,16 @@ impl Recovery<'_> {
             queue.truncate_dirty(end)?;
         }
         commit_log.truncate(end)?;
-        self.checkpoint.set_confirm_phy_offset(last_valid);
+        self.checkpoint
+            .set_confirm_phy_offset(last_valid.unwrap_or(scan_from));
         let min = commit_log.min_offset();
         for queue in queues.values() {
             queue.correct_min_offset(min);
         }
-        Ok(queues.into_values().collect())
+        Ok(Recovered {
+            queues: queues.into_values().collect(),
+            last_record: last_valid,
+        })
     }
 
     /// Index of the segment to verify from.
@@ -120,27 +134,25 @@ impl Recovery<'_> {
             .unwrap_or(0)
     }
 
+    /// Writes the record's entry into its queue, made if it is new (see [`Dispatch::put_entry`]).
     fn dispatch(
         &self,
         queues: &mut Queues,
         dispatch: &Dispatch<'_>,
         gaps: Gaps,
-    ) -> io::Result<Put> {
-        if !dispatch.has_queue_entry() {
-            return Ok(Put::Duplicate);
-        }
-        let key = (dispatch.topic.to_string(), dispatch.queue_id);
-        let queue = match queues.entry(key) {
-            std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-            std::collections::hash_map::Entry::Vacant(e) => e.insert(ConsumeQueue::new_empty(
-                self.queue_root,
-                dispatch.topic,
-                dispatch.queue_id,
-                self.queue_file_size,
-                self.fs,
-            )?),
-        };
-        queue.put(dispatch.queue_offset, dispatch.entry(self.delays), gaps)
+    ) -> io::Result<Option<Put>> {
+        dispatch.put_entry(self.delays, gaps, |topic, queue_id| {
+            Ok(match queues.entry((topic.to_string(), queue_id)) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(ConsumeQueue::new_empty(
+                    self.queue_root,
+                    topic,
+                    queue_id,
+                    self.queue_file_size,
+                    self.fs,
+                )?),
+            })
+        })
     }
 
     /// Second pass for queues that miss entries: every segment from the first, padding holes
@@ -184,10 +196,10 @@ fn scan(
     start: usize,
     check_crc: bool,
     mut each: impl FnMut(Dispatch<'_>) -> io::Result<()>,
-) -> io::Result<(i64, i64)> {
+) -> io::Result<(i64, Option<i64>)> {
     let mut index = start;
     let mut pos = 0usize;
-    let mut last_valid = files[start].from();
+    let mut last_valid = None;
     loop {
         let file = &files[index];
         match check_at(file, pos, check_crc) {
@@ -196,7 +208,7 @@ fn scan(
                 let mut dispatch = Dispatch::from_record(&record);
                 dispatch.commit_log_offset = offset;
                 each(dispatch)?;
-                last_valid = offset;
+                last_valid = Some(offset);
                 pos += record.total_size as usize;
             }
             Checked::Blank if index + 1 < files.len() => {
