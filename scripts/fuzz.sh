@@ -83,6 +83,13 @@ seeds() {
         printf '\1\016\003\000\011skiffUser\007\006TopicA\006\002pgbody' >"$dir/send-v2"
         printf '\1\006\002\000\011skiffUser\001\003bad{"consumerDataSet":[]}' >"$dir/heartbeat"
         ;;
+    ha_stream)
+        # [n][n chunk lengths][stream]: a heartbeat and a 3-byte transfer at 4096 cut in 1, 5 and
+        # 13 bytes; a master's view of two reports and half of a third, cut in 3 and 8.
+        printf '\003\001\005\015\0\0\0\0\0\0\020\0\0\0\0\0\0\0\0\0\0\0\020\0\0\0\0\003abc' >"$dir/frames"
+        printf '\002\003\010\0\0\0\0\0\0\020\0\0\0\0\0\0\0\040\0\0\0\0\0' >"$dir/reports"
+        printf '\000\0\0\0\0\0\0\0\0\177\377\377\377' >"$dir/huge-size"
+        ;;
     esac
 }
 

@@ -8,7 +8,8 @@
 //! connections, statistics from `traffic`, offset resets, questions passed on to a client).
 //! Static topics' logical queues are mapped onto physical ones by `logical_queues`; what lives on
 //! another broker group is asked of it through `forward`. Kafka clients are served by `kafka`, on
-//! a listener of their own (`kafkaListen`), over the same topics and store.
+//! a listener of their own (`kafkaListen`), over the same topics and store. Master/slave
+//! replication's protocol cores are in [`ha`].
 
 mod acls;
 mod admin;
@@ -21,6 +22,7 @@ mod consumers;
 mod core;
 mod forward;
 mod groups;
+pub mod ha;
 mod introspect;
 mod kafka;
 mod logical_queues;
