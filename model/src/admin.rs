@@ -43,6 +43,10 @@ pub enum AdminCommand {
     GetNamesrvConfig,
     /// Broker: every subscription group's settings.
     GetAllSubscriptionGroups,
+    /// Broker: every committed consumer offset (GET_ALL_CONSUMER_OFFSET; a slave's metadata sync).
+    GetAllConsumerOffsets,
+    /// Broker: how far each delay level has delivered (GET_ALL_DELAY_OFFSET; a slave's sync).
+    GetAllDelayOffsets,
     /// Broker: forget a subscription group's settings, and its committed offsets when
     /// `clean_offset` (a missing group is not an error, as in Java).
     DeleteSubscriptionGroup { group: String, clean_offset: bool },
@@ -296,6 +300,16 @@ pub enum AdminReply {
     Config {
         properties: Vec<(String, String)>,
         data_version: Option<DataVersion>,
+    },
+    /// Committed offsets, `topic@group` → queue → offset (`ConsumerOffsetSerializeWrapper`).
+    ConsumerOffsets {
+        table: BTreeMap<String, BTreeMap<i32, i64>>,
+        data_version: DataVersion,
+    },
+    /// Each delay level's next queue offset to deliver (`delayOffset.json`).
+    DelayOffsets {
+        table: BTreeMap<i32, i64>,
+        data_version: DataVersion,
     },
     /// Subscription groups by name (`SubscriptionGroupWrapper`).
     SubscriptionGroups {

@@ -324,6 +324,8 @@ pub enum ErrorKind {
     PollingTimeout,
     /// A client asked on an operator's behalf did not answer in time.
     ConsumeMessageTimeout,
+    /// The request needs the master: this broker is a slave (Java's `SLAVE_NOT_AVAILABLE`, 11).
+    SlaveNotAvailable,
 }
 
 /// A failed request: what kind of failure, and a sentence for the user.

@@ -40,6 +40,8 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::GET_BROKER_CONFIG
             | code::GET_NAMESRV_CONFIG
             | code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG
+            | code::GET_ALL_CONSUMER_OFFSET
+            | code::GET_ALL_DELAY_OFFSET
             | code::DELETE_SUBSCRIPTIONGROUP
             | code::GET_CONSUMER_CONNECTION_LIST
             | code::GET_PRODUCER_CONNECTION_LIST
@@ -118,6 +120,8 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
         code::GET_BROKER_CONFIG => AdminCommand::GetBrokerConfig,
         code::GET_NAMESRV_CONFIG => AdminCommand::GetNamesrvConfig,
         code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => AdminCommand::GetAllSubscriptionGroups,
+        code::GET_ALL_CONSUMER_OFFSET => AdminCommand::GetAllConsumerOffsets,
+        code::GET_ALL_DELAY_OFFSET => AdminCommand::GetAllDelayOffsets,
         code::DELETE_SUBSCRIPTIONGROUP => AdminCommand::DeleteSubscriptionGroup {
             group: f.string("groupName")?,
             clean_offset: f.opt_bool("cleanOffset") == Some(true),
@@ -297,6 +301,8 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::GetBrokerConfig => code::GET_BROKER_CONFIG,
         AdminCommand::GetNamesrvConfig => code::GET_NAMESRV_CONFIG,
         AdminCommand::GetAllSubscriptionGroups => code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+        AdminCommand::GetAllConsumerOffsets => code::GET_ALL_CONSUMER_OFFSET,
+        AdminCommand::GetAllDelayOffsets => code::GET_ALL_DELAY_OFFSET,
         AdminCommand::DeleteSubscriptionGroup { .. } => code::DELETE_SUBSCRIPTIONGROUP,
         AdminCommand::ConsumerConnections { .. } => code::GET_CONSUMER_CONNECTION_LIST,
         AdminCommand::ProducerConnections { .. } => code::GET_PRODUCER_CONNECTION_LIST,
@@ -562,6 +568,8 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         | AdminCommand::GetBrokerConfig
         | AdminCommand::GetNamesrvConfig
         | AdminCommand::GetAllSubscriptionGroups
+        | AdminCommand::GetAllConsumerOffsets
+        | AdminCommand::GetAllDelayOffsets
         | AdminCommand::SystemTopicsFromNamesrv
         | AdminCommand::SystemTopicsFromBroker => {}
     }
@@ -607,6 +615,70 @@ struct SubscriptionGroupWrapper<'a> {
     data_version: DataVersion,
     forbidden_table: BTreeMap<String, ()>,
     subscription_group_table: &'a BTreeMap<String, SubscriptionGroupConfig>,
+}
+
+/// `ConsumerOffsetSerializeWrapper`: GET_ALL_CONSUMER_OFFSET's body (integer queue ids are
+/// written as fastjson does, without quotes, by [`to_json`]).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConsumerOffsetWrapper {
+    #[serde(default)]
+    data_version: DataVersion,
+    #[serde(default)]
+    offset_table: BTreeMap<String, BTreeMap<i32, i64>>,
+}
+
+/// `delayOffset.json`: GET_ALL_DELAY_OFFSET's body.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct DelayOffsetWrapper {
+    #[serde(default)]
+    data_version: DataVersion,
+    #[serde(default)]
+    offset_table: BTreeMap<i32, i64>,
+}
+
+/// `SubscriptionGroupWrapper` as a slave reads it.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct SubscriptionGroupWrapperIn {
+    #[serde(default)]
+    data_version: DataVersion,
+    #[serde(default)]
+    subscription_group_table: BTreeMap<String, SubscriptionGroupConfig>,
+}
+
+/// Client side: the answer to an admin request Skiff's broker sends itself (a slave's metadata
+/// sync); `None` for the others, whose callers only learn that they succeeded.
+pub(super) fn decode_reply(
+    command: &AdminCommand,
+    response: &RemotingCommand,
+) -> Result<Option<AdminReply>, super::reply::ReplyDecodeError> {
+    use super::reply::parse_body as parse;
+    Ok(Some(match command {
+        AdminCommand::GetAllConsumerOffsets => {
+            let wrapper: ConsumerOffsetWrapper = parse(response)?;
+            AdminReply::ConsumerOffsets {
+                table: wrapper.offset_table,
+                data_version: wrapper.data_version,
+            }
+        }
+        AdminCommand::GetAllDelayOffsets => {
+            let wrapper: DelayOffsetWrapper = parse(response)?;
+            AdminReply::DelayOffsets {
+                table: wrapper.offset_table,
+                data_version: wrapper.data_version,
+            }
+        }
+        AdminCommand::GetAllSubscriptionGroups => {
+            let wrapper: SubscriptionGroupWrapperIn = parse(response)?;
+            AdminReply::SubscriptionGroups {
+                groups: wrapper.subscription_group_table,
+                data_version: wrapper.data_version,
+            }
+        }
+        _ => return Ok(None),
+    }))
 }
 
 /// `HARuntimeInfo` as fastjson writes it (alphabetical members; a null `masterAddr` is left out).
@@ -922,6 +994,30 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
         }
         // `Configuration.getAllConfigsFormatString`: `key=value` lines, read back by
         // `MixAll.string2Properties`; the `version` header is required by the Java client.
+        AdminReply::ConsumerOffsets {
+            table,
+            data_version,
+        } => {
+            cmd.body = Body::from(
+                to_json(&ConsumerOffsetWrapper {
+                    data_version,
+                    offset_table: table,
+                })
+                .into_bytes(),
+            );
+        }
+        // Java sends the text of `delayOffset.json` as it is (`getAllDelayOffset`).
+        AdminReply::DelayOffsets {
+            table,
+            data_version,
+        } => {
+            let file = DelayOffsetWrapper {
+                data_version,
+                offset_table: table,
+            };
+            let text = crate::fastjson::to_string_pretty(&file).expect("integer maps serialize");
+            cmd.body = Body::from(text.into_bytes());
+        }
         AdminReply::SubscriptionGroups {
             groups,
             data_version,
@@ -1309,6 +1405,55 @@ mod tests {
         let reply = Reply::Admin(AdminReply::Groups(vec!["g1".into(), "g2".into()]));
         let body = encode_any_reply(&req, reply).body.to_bytes();
         assert_eq!(&body[..], b"{\"groupList\":[\"g1\",\"g2\"]}");
+    }
+
+    /// A slave's metadata sync: the master's tables go out as Java writes them and read back.
+    #[test]
+    fn sync_tables_round_trip_in_javas_format() {
+        let version = DataVersion {
+            state_version: 0,
+            timestamp: 5,
+            counter: 2,
+        };
+        let mut table = BTreeMap::new();
+        table.insert("T@g".to_string(), BTreeMap::from([(0, 12_i64), (3, 7)]));
+        let req = request(code::GET_ALL_CONSUMER_OFFSET, &[]);
+        let command = decode(&req).unwrap();
+        assert_eq!(command, AdminCommand::GetAllConsumerOffsets);
+        let reply = Reply::Admin(AdminReply::ConsumerOffsets {
+            table: table.clone(),
+            data_version: version,
+        });
+        let mut cmd = encode_any_reply(&req, reply.clone());
+        let text = String::from_utf8(cmd.body.to_bytes().to_vec()).unwrap();
+        // fastjson's integer keys are bare.
+        assert!(
+            text.contains("\"offsetTable\":{\"T@g\":{0:12,3:7}}"),
+            "{text}"
+        );
+        cmd.flag |= crate::remoting::FLAG_RESPONSE;
+        let back = decode_reply(&Request::Admin(command), &cmd).unwrap();
+        assert_eq!(back, reply);
+
+        let req = request(code::GET_ALL_DELAY_OFFSET, &[]);
+        let command = decode(&req).unwrap();
+        let reply = Reply::Admin(AdminReply::DelayOffsets {
+            table: BTreeMap::from([(1, 40_i64), (2, 3)]),
+            data_version: version,
+        });
+        let mut cmd = encode_any_reply(&req, reply.clone());
+        cmd.flag |= crate::remoting::FLAG_RESPONSE;
+        assert_eq!(decode_reply(&Request::Admin(command), &cmd).unwrap(), reply);
+        // Java's own delayOffset.json, as a Java master sends it.
+        cmd.body = Body::from(
+            b"{\n\t\"dataVersion\":{\n\t\t\"counter\":2,\n\t\t\"stateVersion\":0,\n\t\t\
+              \"timestamp\":5\n\t},\n\t\"offsetTable\":{1:40,2:3\n\t}\n}"
+                .to_vec(),
+        );
+        assert_eq!(
+            decode_reply(&Request::Admin(AdminCommand::GetAllDelayOffsets), &cmd).unwrap(),
+            reply
+        );
     }
 
     #[test]

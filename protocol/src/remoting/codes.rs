@@ -47,6 +47,8 @@ code_table! {
     LOCK_BATCH_MQ = 41,
     UNLOCK_BATCH_MQ = 42,
     CHECK_CLIENT_CONFIG = 46,
+    GET_ALL_CONSUMER_OFFSET = 43,
+    GET_ALL_DELAY_OFFSET = 45,
     REGISTER_BROKER = 103,
     UNREGISTER_BROKER = 104,
     GET_ROUTEINFO_BY_TOPIC = 105,
@@ -159,7 +161,7 @@ code_table! {
     POLLING_TIMEOUT = 210,
 }
 
-const ERRORS: [(ErrorKind, i32); 23] = [
+const ERRORS: [(ErrorKind, i32); 24] = [
     (ErrorKind::SystemError, response::SYSTEM_ERROR),
     (ErrorKind::SystemBusy, response::SYSTEM_BUSY),
     (
@@ -210,6 +212,7 @@ const ERRORS: [(ErrorKind, i32); 23] = [
         ErrorKind::ConsumeMessageTimeout,
         response::CONSUME_MSG_TIMEOUT,
     ),
+    (ErrorKind::SlaveNotAvailable, response::SLAVE_NOT_AVAILABLE),
 ];
 
 /// The response code Java uses for `kind`.

@@ -289,8 +289,12 @@ pub fn decode_reply(
         | Request::CheckTransactionState(_) => Reply::Success,
         // Skiff's own tools never consume by POP: they only learn whether it succeeded.
         Request::Pop(_) => Reply::Success,
-        // Skiff's own tools do not send these yet: they only learn whether it succeeded.
-        Request::Admin(_) => Reply::Success,
+        // A slave's metadata sync reads its master's tables; Skiff's tools only learn whether
+        // the others succeeded.
+        Request::Admin(command) => match super::admin::decode_reply(command, response)? {
+            Some(reply) => Reply::Admin(reply),
+            None => Reply::Success,
+        },
     };
     Ok(reply)
 }
@@ -323,7 +327,7 @@ fn required_body(response: &RemotingCommand) -> Result<Bytes, ReplyDecodeError> 
     Ok(body)
 }
 
-fn parse_body<T: serde::de::DeserializeOwned>(
+pub(super) fn parse_body<T: serde::de::DeserializeOwned>(
     response: &RemotingCommand,
 ) -> Result<T, ReplyDecodeError> {
     fastjson::from_slice(&required_body(response)?)

@@ -167,6 +167,25 @@ impl SubscriptionGroupManager {
         self.file.request();
     }
 
+    /// A slave's sync (`SlaveSynchronize.syncSubscriptionGroupConfig`): when the master's table
+    /// has another version, it replaces this one, version included. Returns whether it did.
+    pub fn replace_from_master(
+        &self,
+        groups: BTreeMap<String, SubscriptionGroupConfig>,
+        data_version: DataVersion,
+    ) -> bool {
+        {
+            let mut state = self.state.write();
+            if state.data_version == data_version {
+                return false;
+            }
+            state.subscription_group_table = groups;
+            state.data_version = data_version;
+        }
+        self.file.request();
+        true
+    }
+
     /// Writes `subscriptionGroup.json` now and waits for it. Blocks: not for async workers.
     pub fn persist(&self) {
         if !self.file.flush(Duration::from_secs(10)) {

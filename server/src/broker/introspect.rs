@@ -282,6 +282,17 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
                 .collect(),
             data_version: Some(DataVersion::default()),
         }),
+        AdminCommand::GetAllConsumerOffsets => Reply::Admin(AdminReply::ConsumerOffsets {
+            table: state.offsets.snapshot(),
+            data_version: DataVersion::default(),
+        }),
+        AdminCommand::GetAllDelayOffsets => {
+            let (table, data_version) = state.schedule.snapshot();
+            Reply::Admin(AdminReply::DelayOffsets {
+                table,
+                data_version,
+            })
+        }
         AdminCommand::GetAllSubscriptionGroups => {
             let (groups, data_version) = state.groups.snapshot();
             Reply::Admin(AdminReply::SubscriptionGroups {

@@ -38,9 +38,11 @@ mod pull;
 mod queries;
 mod rebalance_lock;
 mod registration;
+mod role;
 mod schedule;
 mod send;
 mod send_back;
+mod slave_sync;
 mod static_topics;
 mod stats;
 mod timer;
@@ -65,7 +67,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use crate::config::{BrokerConfig, FlushDiskType, MetricsExporterType};
+use crate::config::{BrokerConfig, BrokerRole, FlushDiskType, MetricsExporterType};
 use crate::net::{self, ClientChannel, Handled, RequestContext, Service};
 use consumers::ConsumerManager;
 use groups::SubscriptionGroupManager;
@@ -134,6 +136,10 @@ pub(crate) struct BrokerState {
     authentication: Option<auth::Authentication>,
     /// `metricsExporterType=PROM`: what `/metrics` serves.
     metrics: Option<Arc<metrics::BrokerMetrics>>,
+    /// A master's slaves and how far each holds the CommitLog (`None` on a slave).
+    replicas: Option<Arc<ha::acks::ReplicaAcks>>,
+    /// The port slaves connect to (`haListenPort`), once bound.
+    ha_port: Option<u16>,
 }
 
 impl BrokerState {
@@ -177,6 +183,8 @@ impl BrokerState {
             acls: None,
             authentication: None,
             metrics: None,
+            replicas: None,
+            ha_port: None,
             broker_addr,
             store_host,
             store,
@@ -211,6 +219,9 @@ impl Service for BrokerState {
     }
 
     fn handle(self: Arc<Self>, ctx: &RequestContext, request: Request) -> Handled {
+        if let Some(refusal) = role::slave_refusal(&self.config, &request) {
+            return Handled::Now(refusal);
+        }
         match request {
             Request::Send(send) => send::handle(&self, ctx, send),
             Request::Pull(pull) => pull::handle(&self, ctx, pull),
@@ -381,6 +392,10 @@ fn store_config(config: &BrokerConfig, store_host: SocketAddr) -> StoreConfig {
         retention: retention_settings(config),
         clean_resource_interval_ms: config.clean_resource_interval,
         message_delay_level: config.message_delay_level.clone(),
+        role: match config.broker_role {
+            BrokerRole::Slave => skiff_store::StoreRole::Slave,
+            BrokerRole::AsyncMaster | BrokerRole::SyncMaster => skiff_store::StoreRole::Master,
+        },
         ..StoreConfig::default()
     }
 }
@@ -446,6 +461,19 @@ impl Broker {
             .with_context(|| format!("brokerIP1 {advertised_ip} is not an IP address"))?;
 
         let kafka_listener = bind_kafka(&config).await?;
+        let ha_listener = match config.broker_role {
+            BrokerRole::Slave => None,
+            BrokerRole::AsyncMaster | BrokerRole::SyncMaster => {
+                Some(bind_ha(&config, local_addr).await?)
+            }
+        };
+        if config.broker_role == BrokerRole::SyncMaster && config.in_sync_replicas < 2 {
+            warn!(
+                in_sync_replicas = config.in_sync_replicas,
+                "brokerRole=SYNC_MASTER with inSyncReplicas < 2 answers sends without waiting \
+                 for a slave (as Java 5 does); set inSyncReplicas=2 for sends to wait for one"
+            );
+        }
         let metrics_listener = match config.metrics_exporter_type {
             MetricsExporterType::Disable => None,
             MetricsExporterType::Prom => Some(bind_metrics(&config).await?),
@@ -484,6 +512,15 @@ impl Broker {
         state.users = users;
         state.acls = acls::AclStore::open(&state.config).map(Arc::new);
         state.authentication = authentication;
+        if ha_listener.is_some() {
+            state.replicas = Some(Arc::new(ha::acks::ReplicaAcks::new(
+                state.config.in_sync_replicas,
+            )));
+        }
+        state.ha_port = ha_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+            .map(|a| a.port());
         let recovery = opening.elapsed();
         let state = Arc::new_cyclic(|weak| {
             if metrics_listener.is_some() {
@@ -554,13 +591,50 @@ impl Broker {
                 state.clone(),
                 shutdown.clone(),
             )),
-            tokio::spawn(transaction::service::run(state.clone(), shutdown.clone())),
-            tokio::spawn(pop::revive_periodically(state.clone(), shutdown.clone())),
         ];
+        // Transaction checks and POP revive write to the CommitLog: the master's work only.
+        if state.config.broker_role == BrokerRole::Slave {
+            background.push(tokio::spawn(slave_sync::run(
+                state.clone(),
+                shutdown.clone(),
+            )));
+        } else {
+            background.push(tokio::spawn(transaction::service::run(
+                state.clone(),
+                shutdown.clone(),
+            )));
+            background.push(tokio::spawn(pop::revive_periodically(
+                state.clone(),
+                shutdown.clone(),
+            )));
+        }
         background.extend(vip_server);
         if state.cold_read_control.enabled() {
             background.push(tokio::spawn(end_cold_read_periods(
                 state.clone(),
+                shutdown.clone(),
+            )));
+        }
+        let ha_timings = ha::HaTimings::of(&state.config);
+        if let (Some(listener), Some(acks)) = (ha_listener, &state.replicas) {
+            info!(addr = ?listener.local_addr().ok(), "HA port open: slaves replicate from here (haListenPort)");
+            background.push(tokio::spawn(ha::service::serve(
+                listener,
+                store.clone(),
+                acks.clone(),
+                ha_timings.clone(),
+                shutdown.clone(),
+            )));
+        }
+        if state.config.broker_role == BrokerRole::Slave {
+            let master = ha::client::MasterSource {
+                fixed: state.config.ha_master_address.clone(),
+                announced: state.name_servers.master(),
+            };
+            background.push(tokio::spawn(ha::client::run(
+                store.clone(),
+                master,
+                ha_timings,
                 shutdown.clone(),
             )));
         }
@@ -697,6 +771,20 @@ async fn bind_vip(config: &BrokerConfig, main: SocketAddr) -> Option<TcpListener
             None
         }
     }
+}
+
+/// The HA listener slaves connect to: `haListenPort`, else the listen port + 1 as Java's
+/// `BrokerStartup` sets it (any free port when the listen port is 0, in tests).
+async fn bind_ha(config: &BrokerConfig, main: SocketAddr) -> anyhow::Result<TcpListener> {
+    let port = match config.ha_listen_port {
+        Some(port) => port,
+        None if config.listen_port == 0 => 0,
+        None => main.port().wrapping_add(1),
+    };
+    let addr = SocketAddr::new(config.bind_address, port);
+    TcpListener::bind(addr).await.with_context(|| {
+        format!("cannot listen for slaves on {addr}: is another broker using it? set haListenPort")
+    })
 }
 
 /// The Kafka listener (`kafkaListen`). It has no TLS and no SASL yet, so it is refused on a

@@ -86,6 +86,22 @@ impl ConsumerOffsetManager {
         self.dirty.store(true, Ordering::Release);
     }
 
+    /// Every committed offset, `topic@group` → queue → offset (GET_ALL_CONSUMER_OFFSET).
+    pub fn snapshot(&self) -> BTreeMap<String, BTreeMap<i32, i64>> {
+        self.committed
+            .read()
+            .iter()
+            .map(|(key, queues)| (key.clone(), queues.clone()))
+            .collect()
+    }
+
+    /// A slave's sync (`SlaveSynchronize.syncConsumerOffset`): the master's offsets replace
+    /// this broker's for the keys the master has; keys only the slave has stay, as in Java.
+    pub fn merge_from_master(&self, table: BTreeMap<String, BTreeMap<i32, i64>>) {
+        self.committed.write().extend(table);
+        self.dirty.store(true, Ordering::Release);
+    }
+
     /// An operator's reset (`assignResetOffset`): committed now, and told to the group's next
     /// pull of the queue (a consumer online overwrites the commit until it hears of the reset).
     pub fn assign_reset(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {

@@ -18,7 +18,7 @@ use skiff_model::consumer::{ConsumeType, SubscriptionData};
 use skiff_model::filter::Selector;
 use skiff_model::record;
 use skiff_model::route::{perm, TopicConfig, MASTER_ID};
-use skiff_store::GetMessageStatus;
+use skiff_store::{GetMessageStatus, GetMessagesResult};
 
 use super::logical_queues::{not_leader_for_pull, undecided, Addressed, Located, LogicalQueue};
 use super::property_filter::{self, is_tag_type};
@@ -402,6 +402,44 @@ fn check(state: &BrokerState, topic: &TopicConfig, request: &PullRequest) -> Res
     })
 }
 
+/// Which member of the broker group the consumer should pull from next, and the status a slave
+/// answers (`composeResponseHeader`): with `slaveReadEnable`, a consumer whose pull reads beyond
+/// the memory Java budgets (`accessMessageInMemoryMaxRatio`) is sent to the group's
+/// `whichBrokerWhenConsumeSlowly`, others to the group's `brokerId`; a slave otherwise sends the
+/// consumer back to the master and, having nothing to give, answers PULL_RETRY_IMMEDIATELY
+/// rather than holding the pull.
+fn suggest_broker(
+    state: &BrokerState,
+    request: &PullRequest,
+    status: PullStatus,
+    found: &GetMessagesResult,
+) -> (PullStatus, i64) {
+    let slow = status == PullStatus::Found
+        && !state.store.is_in_memory(
+            &request.queue.topic,
+            request.queue.queue_id,
+            found.next_begin_offset - 1,
+        );
+    let mut suggest = MASTER_ID;
+    if state.config.slave_read_enable {
+        if let Some(group) = state.groups.find_or_create(&request.consumer_group) {
+            suggest = if slow {
+                group.which_broker_when_consume_slowly
+            } else {
+                group.broker_id
+            };
+        }
+    }
+    if state.config.effective_broker_id() != MASTER_ID && !slow {
+        let status = match status {
+            PullStatus::Found => PullStatus::Found,
+            _ => PullStatus::NoMatchedMessage,
+        };
+        return (status, MASTER_ID);
+    }
+    (status, suggest)
+}
+
 /// Reads the queue and turns the store's answer into a pull result (`composeResponseHeader`).
 /// An operator's reset of the group's offset on the queue comes first: the pull is answered
 /// OFFSET_MOVED to the reset offset, which makes the client start there (Java's `OFFSET_RESET`).
@@ -529,12 +567,13 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
             bytes as u64,
         );
     }
+    let (status, suggest_which_broker_id) = suggest_broker(state, request, status, &found);
     let result = PullResult {
         status,
         next_begin_offset: found.next_begin_offset,
         min_offset: found.min_offset,
         max_offset: found.max_offset,
-        suggest_which_broker_id: MASTER_ID,
+        suggest_which_broker_id,
         messages: found.messages,
         offset_delta: None,
     };

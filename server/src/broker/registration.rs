@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use skiff_model::command::{Reply, Request};
-use skiff_model::route::{perm, BrokerRegistration, ClusterInfo, DataVersion, TopicConfig};
+use skiff_model::route::{
+    perm, BrokerRegistration, ClusterInfo, DataVersion, RegistrationResult, TopicConfig,
+};
 use tokio::sync::Mutex;
 use tokio_util::sync::CancellationToken;
 use tracing::warn;
@@ -40,6 +42,9 @@ pub(super) struct NameServerLink {
     credentials: Option<Arc<crate::acl::Credentials>>,
     /// Whether the log already said that the topic table is registered in parts unasked.
     warned_split: AtomicBool,
+    /// The master's addresses as the name servers answer a slave's registration (Java's
+    /// `handleRegisterBrokerResult`): what the HA client and the metadata sync connect to.
+    master: tokio::sync::watch::Sender<RegistrationResult>,
 }
 
 impl NameServerLink {
@@ -66,7 +71,19 @@ impl NameServerLink {
                 .and_then(|json| crate::acl::Credentials::parse(json).ok())
                 .map(Arc::new),
             warned_split: AtomicBool::new(false),
+            master: tokio::sync::watch::channel(RegistrationResult::default()).0,
         }
+    }
+
+    /// `innerClientAuthenticationCredentials`, for the broker's other calls to its peers.
+    pub(super) fn credentials(&self) -> Option<Arc<crate::acl::Credentials>> {
+        self.credentials.clone()
+    }
+
+    /// The master's remoting and HA addresses, as the name servers last answered them (empty on
+    /// a master, and on a slave until its master registers).
+    pub(super) fn master(&self) -> tokio::sync::watch::Receiver<RegistrationResult> {
+        self.master.subscribe()
     }
 
     /// Sends the broker's current topic table to every name server.
@@ -143,6 +160,8 @@ impl NameServerLink {
     /// Sends `requests` in order to every name server, each awaited before the next; a name
     /// server that fails one gets no more (the next period sends everything again).
     async fn send(&self, clients: &mut HashMap<String, RemotingClient>, requests: &[Request]) {
+        // Of several name servers, the first answer naming a master counts, as in Java.
+        let mut master_seen = false;
         for addr in &self.addrs {
             let Some(client) = connected(clients, addr, self.use_tls, &self.credentials).await
             else {
@@ -150,7 +169,16 @@ impl NameServerLink {
             };
             for request in requests {
                 match client.invoke(request, REQUEST_TIMEOUT).await {
-                    Ok(Reply::BrokerRegistered(_)) => {}
+                    Ok(Reply::BrokerRegistered(result)) => {
+                        if !master_seen && result.master_addr.is_some() {
+                            master_seen = true;
+                            self.master.send_if_modified(|known| {
+                                let changed = *known != result;
+                                *known = result;
+                                changed
+                            });
+                        }
+                    }
                     Ok(Reply::Error(err)) => {
                         warn!(namesrv = %addr, error = %err.message, "name server refused the registration");
                         break;
@@ -202,7 +230,7 @@ impl NameServerLink {
             cluster_name: config.broker_cluster_name.clone(),
             broker_name: config.broker_name.clone(),
             broker_addr: state.broker_addr.clone(),
-            broker_id: config.broker_id,
+            broker_id: config.effective_broker_id(),
         };
         for (addr, client) in self.clients.lock().await.drain() {
             if let Err(err) = client.invoke(&request, REQUEST_TIMEOUT).await {
@@ -302,17 +330,20 @@ fn registration(
         .broker_addr
         .rsplit_once(':')
         .unwrap_or((state.broker_addr.as_str(), ""));
+    // Slaves reach the HA port at `brokerIP2`, which defaults to the advertised IP.
+    let ha_ip = config.broker_ip2.as_deref().unwrap_or(ip);
     // Java's default HA port is the listen port + 1 (the bound one, when listenPort is 0).
-    let ha_port = config
-        .ha_listen_port
+    let ha_port = state
+        .ha_port
+        .or(config.ha_listen_port)
         .or_else(|| port.parse::<u16>().ok().map(|p| p.wrapping_add(1)))
         .unwrap_or(0);
     BrokerRegistration {
         cluster_name: config.broker_cluster_name.clone(),
         broker_name: config.broker_name.clone(),
         broker_addr: state.broker_addr.clone(),
-        broker_id: config.broker_id,
-        ha_server_addr: format!("{ip}:{ha_port}"),
+        broker_id: config.effective_broker_id(),
+        ha_server_addr: format!("{ha_ip}:{ha_port}"),
         heartbeat_timeout_millis: None,
         enable_acting_master: false,
         data_version,

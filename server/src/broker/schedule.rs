@@ -123,6 +123,13 @@ impl ScheduleService {
             stopped: Mutex::new(false),
             wake: Condvar::new(),
         });
+        // A slave delivers nothing: its master re-puts the due messages, which then replicate.
+        if config.broker_role == crate::config::BrokerRole::Slave {
+            return Ok(ScheduleService {
+                shared,
+                thread: Mutex::new(None),
+            });
+        }
         let runner = shared.clone();
         let thread = std::thread::Builder::new()
             .name("skiff-schedule".into())
@@ -140,6 +147,22 @@ impl ScheduleService {
     /// The delay levels in force (`messageDelayLevel`).
     pub(crate) fn levels(&self) -> &DelayLevels {
         &self.shared.levels
+    }
+
+    /// Each level's delivery offset and the table's version (GET_ALL_DELAY_OFFSET).
+    pub(crate) fn snapshot(&self) -> (BTreeMap<i32, i64>, DataVersion) {
+        let table = self.shared.progress.lock().table().clone();
+        (table, *self.shared.data_version.lock())
+    }
+
+    /// A slave's sync (`SlaveSynchronize.syncDelayOffset`): the master's progress replaces this
+    /// broker's and is written to `delayOffset.json`, so a slave promoted to master goes on
+    /// delivering from where its master was. Blocking (the file write): not on async workers.
+    pub(crate) fn replace_from_master(&self, table: BTreeMap<i32, i64>, data_version: DataVersion) {
+        *self.shared.progress.lock() = DelayProgress::from_table(table);
+        *self.shared.data_version.lock() = data_version;
+        self.shared.progress.lock().mark_changed();
+        self.shared.persist(false);
     }
 
     /// Stops the thread and writes the offsets. Blocking: call it off the async workers.

@@ -9,20 +9,23 @@
 use super::metrics::MessageType;
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use skiff_model::command::{ErrorKind, Reply, SendRequest, SendResult, SendStatus};
-use skiff_model::message::{keys, sys_flag, Message};
+use skiff_model::message::{keys, sys_flag, Message, Properties};
 use skiff_model::record::offset_msg_id;
 use skiff_model::retry::{self, DLQ_NUMS_PER_GROUP};
 use skiff_model::route::{perm, TopicConfig, TopicFilterType};
 use skiff_model::topic;
 use skiff_store::{MessageToStore, Put, PutError, PutResult, PutStatus};
 
+use super::ha::acks::ReplicaAcks;
 use super::logical_queues::{not_leader, Addressed, LogicalQueue};
 use super::timer;
 use super::transaction;
 use super::uniq_id::UniqIdGenerator;
 use super::{core, now_millis, schedule, send_back, BrokerState};
+use crate::config::BrokerRole;
 use crate::net::{Handled, RequestContext};
 
 pub(super) fn handle(
@@ -55,6 +58,7 @@ pub(super) fn handle(
     };
     // Appended here, on the connection's reader, so sends keep their arrival order; only what
     // must wait (a new topic's registration, a sync flush) runs on a task of its own.
+    let replicas = replicas_to_wait_for(state, &prepared.messages);
     let put = match core::append(state, prepared.messages) {
         Ok(put) => put,
         Err(err) => return Handled::Now(put_error_reply(&err)),
@@ -66,23 +70,62 @@ pub(super) fn handle(
         counted,
         logical,
     };
-    match (put, prepared.created_topic) {
-        (Put::Done(result), false) => Handled::Now(reply.sent(state, result)),
-        (put, created_topic) => {
+    match (put, prepared.created_topic, replicas) {
+        (Put::Done(result), false, None) => Handled::Now(reply.sent(state, result, true)),
+        (put, created_topic, replicas) => {
             let state = state.clone();
             Handled::Later(Box::pin(async move {
                 if created_topic {
                     // As Java: the name servers know a new topic before its first send is answered.
                     state.name_servers.register_changed(&state).await;
                 }
-                let result = match put {
-                    Put::Done(result) => result,
-                    Put::AwaitFlush(wait) => wait.wait().await,
+                let stored = match &put {
+                    Put::Done(result) => &result.messages,
+                    Put::AwaitFlush(wait) => wait.messages(),
                 };
-                reply.sent(&state, result)
+                let end = stored
+                    .iter()
+                    .map(|m| m.physical_offset + i64::from(m.size))
+                    .max()
+                    .unwrap_or(0);
+                // The flush and the slaves are waited for together, as Java's
+                // `handleDiskFlushAndHA` does.
+                let replicated = async {
+                    match &replicas {
+                        Some(acks) => {
+                            let timeout = Duration::from_millis(state.config.slave_timeout);
+                            acks.wait_for(end, timeout).await
+                        }
+                        None => true,
+                    }
+                };
+                let flushed = async {
+                    match put {
+                        Put::Done(result) => result,
+                        Put::AwaitFlush(wait) => wait.wait().await,
+                    }
+                };
+                let (result, replicated) = tokio::join!(flushed, replicated);
+                reply.sent(&state, result, replicated)
             }))
         }
     }
+}
+
+/// Java's `needHandleHA`: a SYNC_MASTER with `inSyncReplicas` ≥ 2 answers a send only once
+/// enough slaves hold it, unless the message says `WAIT=false`.
+fn replicas_to_wait_for(
+    state: &BrokerState,
+    messages: &[MessageToStore],
+) -> Option<Arc<ReplicaAcks>> {
+    let acks = state.replicas.as_ref().filter(|acks| acks.waits())?;
+    if state.config.broker_role != BrokerRole::SyncMaster {
+        return None;
+    }
+    let waits = messages
+        .first()
+        .is_none_or(|m| Properties::find(&m.properties, keys::WAIT_STORE_MSG_OK) != Some("false"));
+    waits.then(|| acks.clone())
 }
 
 /// What the reply to a stored send needs besides the store's answer.
@@ -98,7 +141,9 @@ struct ReplyParts {
 }
 
 impl ReplyParts {
-    fn sent(self, state: &BrokerState, result: PutResult) -> Reply {
+    /// `replicated`: the slaves a SYNC_MASTER waits for hold the messages (always true
+    /// otherwise); when they do not, FLUSH_SLAVE_TIMEOUT overrides the flush status, as in Java.
+    fn sent(self, state: &BrokerState, result: PutResult, replicated: bool) -> Reply {
         let bytes: u64 = result.messages.iter().map(|m| m.size.max(0) as u64).sum();
         let count = result.messages.len() as u64;
         state.traffic.messages_put(&self.topic, count, bytes);
@@ -113,6 +158,7 @@ impl ReplyParts {
         }
         Reply::Sent(SendResult {
             status: match result.status {
+                _ if !replicated => SendStatus::FlushSlaveTimeout,
                 PutStatus::Ok => SendStatus::Ok,
                 PutStatus::FlushDiskTimeout => SendStatus::FlushDiskTimeout,
             },

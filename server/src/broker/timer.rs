@@ -179,6 +179,11 @@ impl TimerService {
         if !config.timer_wheel_enable {
             return Ok(None);
         }
+        if config.broker_role == crate::config::BrokerRole::Slave {
+            // The master delivers timer messages; their re-puts replicate to the slave.
+            info!("timerWheelEnable: the timer runs on the master only; this broker is a slave");
+            return Ok(None);
+        }
         let (files, recovered) = TimerStore::open(&TimerStoreConfig {
             root_dir: config.store_path_root_dir.clone(),
             precision_ms: config.timer_precision_ms,

@@ -299,6 +299,26 @@ impl TopicConfigManager {
         removed
     }
 
+    /// A slave's sync (`SlaveSynchronize.syncTopicConfig`): when the master's table has another
+    /// version, it replaces this one, version included. Returns whether it did.
+    pub fn replace_from_master(
+        &self,
+        topics: BTreeMap<String, TopicConfig>,
+        data_version: DataVersion,
+    ) -> bool {
+        {
+            let mut state = self.state.write();
+            if state.data_version == data_version {
+                return false;
+            }
+            state.topics = topics;
+            state.data_version = data_version;
+        }
+        self.file.request();
+        self.changed.send_modify(|version| *version += 1);
+        true
+    }
+
     /// Writes `topics.json` now and waits for it. Blocks: call it from a blocking thread.
     pub fn persist(&self) {
         if !self.file.flush(PERSIST_WAIT) {

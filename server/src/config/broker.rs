@@ -14,11 +14,13 @@ pub enum FlushDiskType {
     SyncFlush,
 }
 
-/// Only masters: replication to slaves is not implemented yet.
+/// `brokerRole`: a master takes sends; a SYNC_MASTER also waits for its slaves (see
+/// `inSyncReplicas`); a SLAVE replicates its master's CommitLog over the HA port.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BrokerRole {
     AsyncMaster,
     SyncMaster,
+    Slave,
 }
 
 #[derive(Debug, Clone)]
@@ -26,7 +28,7 @@ pub struct BrokerConfig {
     pub broker_cluster_name: String,
     /// Java defaults to the host name; a fixed name keeps a restarted broker's identity stable.
     pub broker_name: String,
-    /// Always 0 (master) for now.
+    /// As configured; [`BrokerConfig::effective_broker_id`] is the id the broker uses.
     pub broker_id: i64,
     /// The IP published to name servers and clients; `None` = [`BrokerConfig::advertised_ip`]'s rule.
     pub broker_ip1: Option<String>,
@@ -151,6 +153,30 @@ pub struct BrokerConfig {
     pub broker_role: BrokerRole,
     /// `None` = `listenPort + 1`, as Java's `BrokerStartup` sets it.
     pub ha_listen_port: Option<u16>,
+    /// `haMasterAddress`: the master's HA address (`host:port`) a slave connects to; unset = the
+    /// `haServerAddr` the name server answers to the slave's registration.
+    pub ha_master_address: Option<String>,
+    /// `brokerIP2`: the IP in the `haServerAddr` this broker announces; unset = the advertised IP.
+    pub broker_ip2: Option<String>,
+    /// Milliseconds without a write after which an HA peer sends a heartbeat (report or empty
+    /// transfer).
+    pub ha_send_heartbeat_interval: u64,
+    /// Milliseconds without a read after which an HA connection is closed.
+    pub ha_housekeeping_interval: u64,
+    /// Most CommitLog bytes in one HA transfer frame.
+    pub ha_transfer_batch_size: usize,
+    /// A slave more than this many bytes behind the master is not in sync.
+    pub ha_max_gap_not_in_sync: i64,
+    /// Copies (the master's included) a SYNC_MASTER send waits for: 1, Java's default, waits for
+    /// none.
+    pub in_sync_replicas: usize,
+    /// Milliseconds a SYNC_MASTER send waits for its slaves before FLUSH_SLAVE_TIMEOUT.
+    pub slave_timeout: u64,
+    /// Pulls are served by a slave (and suggested to go to one when a consumer lags).
+    pub slave_read_enable: bool,
+    /// Skiff's: a master streams an empty slave its whole CommitLog instead of Java's last
+    /// segment only.
+    pub ha_transfer_from_min_offset: bool,
     /// 5.x timer messages (`TIMER_DELIVER_MS`, ...) through `rmq_sys_wheel_timer`; refused when off.
     pub timer_wheel_enable: bool,
     /// Milliseconds per wheel tick, rounded down to Java's 100, 200, 500 or 1000.
@@ -304,6 +330,16 @@ impl Default for BrokerConfig {
             config_file: None,
             broker_role: BrokerRole::AsyncMaster,
             ha_listen_port: None,
+            ha_master_address: None,
+            broker_ip2: None,
+            ha_send_heartbeat_interval: 5000,
+            ha_housekeeping_interval: 20_000,
+            ha_transfer_batch_size: 32 * 1024,
+            ha_max_gap_not_in_sync: 256 * 1024 * 1024,
+            in_sync_replicas: 1,
+            slave_timeout: 3000,
+            slave_read_enable: false,
+            ha_transfer_from_min_offset: false,
             timer_wheel_enable: true,
             timer_precision_ms: 1000,
             timer_max_delay_sec: 3600 * 24 * 3,
@@ -343,7 +379,7 @@ impl Default for BrokerConfig {
 settings!(BrokerConfig {
     "brokerClusterName" => broker_cluster_name,
     "brokerName" => broker_name,
-    "brokerId" => broker_id vet master_only,
+    "brokerId" => broker_id vet no_controller,
     "brokerIP1" => broker_ip1,
     "bindAddress" => bind_address,
     "listenPort" => listen_port,
@@ -413,6 +449,16 @@ settings!(BrokerConfig {
     "useTLS" => use_tls,
     "brokerRole" => broker_role,
     "haListenPort" => ha_listen_port,
+    "haMasterAddress" => ha_master_address vet ha_address,
+    "brokerIP2" => broker_ip2,
+    "haSendHeartbeatInterval" => ha_send_heartbeat_interval vet positive,
+    "haHousekeepingInterval" => ha_housekeeping_interval vet positive,
+    "haTransferBatchSize" => ha_transfer_batch_size vet positive,
+    "haMaxGapNotInSync" => ha_max_gap_not_in_sync vet positive,
+    "inSyncReplicas" => in_sync_replicas vet positive,
+    "slaveTimeout" => slave_timeout vet positive,
+    "slaveReadEnable" => slave_read_enable,
+    "haTransferFromMinOffset" => ha_transfer_from_min_offset,
     "timerWheelEnable" => timer_wheel_enable,
     "timerPrecisionMs" => timer_precision_ms vet timer_precision,
     "timerMaxDelaySec" => timer_max_delay_sec vet positive,
@@ -621,6 +667,16 @@ impl BrokerConfig {
                     .into(),
             );
         }
+        if self.broker_role == BrokerRole::Slave && self.broker_id <= 0 {
+            return invalid(
+                "brokerId",
+                format!(
+                    "Slave's brokerId must be > 0 (it is {}); give each slave of a broker group \
+                     its own id, 1 or more",
+                    self.broker_id
+                ),
+            );
+        }
         if self.listen_port != 0 && self.ha_listen_port == Some(self.listen_port) {
             return invalid(
                 "haListenPort",
@@ -628,6 +684,15 @@ impl BrokerConfig {
             );
         }
         Ok(())
+    }
+
+    /// The id this broker registers with: a master's is 0 whatever `brokerId` says, as Java's
+    /// `BrokerStartup` forces it; a slave's is its `brokerId` (≥ 1, checked by `validate`).
+    pub fn effective_broker_id(&self) -> i64 {
+        match self.broker_role {
+            BrokerRole::Slave => self.broker_id,
+            BrokerRole::AsyncMaster | BrokerRole::SyncMaster => 0,
+        }
     }
 
     /// The IP published to name servers (and so to clients): `brokerIP1` if set; else the bind
@@ -738,6 +803,7 @@ impl BrokerRole {
         match self {
             BrokerRole::AsyncMaster => "ASYNC_MASTER",
             BrokerRole::SyncMaster => "SYNC_MASTER",
+            BrokerRole::Slave => "SLAVE",
         }
     }
 }
@@ -753,25 +819,40 @@ impl FromSetting for BrokerRole {
         match text {
             "ASYNC_MASTER" => Ok(BrokerRole::AsyncMaster),
             "SYNC_MASTER" => Ok(BrokerRole::SyncMaster),
-            "SLAVE" => Err(Rejection::Unsupported(
-                "slaves are not supported yet; Skiff runs masters only (ASYNC_MASTER or SYNC_MASTER)"
-                    .into(),
+            "SLAVE" => Ok(BrokerRole::Slave),
+            _ => Err(Rejection::Expected(
+                "ASYNC_MASTER, SYNC_MASTER or SLAVE".into(),
             )),
-            _ => Err(Rejection::Expected("ASYNC_MASTER or SYNC_MASTER".into())),
         }
     }
 }
 
-fn master_only(id: i64) -> Result<i64, Rejection> {
+fn no_controller(id: i64) -> Result<i64, Rejection> {
     match id {
-        0 => Ok(0),
         -1 => Err(Rejection::Unsupported(
-            "controller mode (brokerId=-1) is not supported yet; Skiff runs masters only \
-             (brokerId=0)"
+            "controller mode (brokerId=-1) is not supported yet; use brokerRole and a fixed \
+             brokerId (0 for the master, 1 or more for a slave)"
                 .into(),
         )),
-        _ => Err(Rejection::Unsupported(
-            "slaves are not supported yet; Skiff runs masters only (brokerId=0)".into(),
+        id if id < 0 => Err(Rejection::Expected(
+            "0 (master) or a positive id (slave)".into(),
+        )),
+        id => Ok(id),
+    }
+}
+
+/// Java ignores an `haMasterAddress` shorter than 6 characters; Skiff wants `host:port`.
+fn ha_address(address: Option<String>) -> Result<Option<String>, Rejection> {
+    match address.as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(a)
+            if a.rsplit_once(':')
+                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) =>
+        {
+            Ok(Some(a.to_string()))
+        }
+        Some(_) => Err(Rejection::Expected(
+            "the master's HA address as host:port, such as 127.0.0.1:10912".into(),
         )),
     }
 }

@@ -217,6 +217,8 @@ impl NameServerService {
             | AdminCommand::HaStatus
             | AdminCommand::GetBrokerConfig
             | AdminCommand::GetAllSubscriptionGroups
+            | AdminCommand::GetAllConsumerOffsets
+            | AdminCommand::GetAllDelayOffsets
             | AdminCommand::DeleteSubscriptionGroup { .. }
             | AdminCommand::ConsumerConnections { .. }
             | AdminCommand::ProducerConnections { .. }

@@ -70,6 +70,11 @@ impl Cluster {
         (Broker::start(config).await.unwrap(), dir)
     }
 
+    /// The broker's data directory (`storePathRootDir`).
+    pub fn store_dir(&self) -> &std::path::Path {
+        self._dir.path()
+    }
+
     pub async fn broker_client(&self) -> RemotingClient {
         RemotingClient::connect(&self.broker.local_addr().to_string(), TIMEOUT)
             .await

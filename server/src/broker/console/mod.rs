@@ -228,7 +228,7 @@ fn overview(state: &BrokerState) -> Value {
     json!({
         "cluster": config.broker_cluster_name,
         "broker": config.broker_name,
-        "brokerId": config.broker_id,
+        "brokerId": config.effective_broker_id(),
         "brokerRole": config.broker_role.as_str(),
         "address": state.broker_addr,
         "nameServers": config.namesrv_addr.as_deref().unwrap_or(""),

@@ -12,7 +12,10 @@
 //! [`master::LogView`], and the slave only says what to append. Everything here is therefore
 //! testable without I/O; the shells that drive the cores live next to them.
 
+pub(crate) mod acks;
+pub(crate) mod client;
 pub mod master;
+pub(crate) mod service;
 pub mod slave;
 
 use std::fmt;
@@ -32,6 +35,18 @@ pub struct HaTimings {
     /// Skiff-only `haTransferFromMinOffset` (false): a slave reporting 0 gets the master's whole
     /// CommitLog instead of only its last segment.
     pub transfer_from_min_offset: bool,
+}
+
+impl HaTimings {
+    /// The broker's `ha*` settings.
+    pub(crate) fn of(config: &crate::config::BrokerConfig) -> Self {
+        HaTimings {
+            heartbeat_interval_ms: config.ha_send_heartbeat_interval as i64,
+            housekeeping_interval_ms: config.ha_housekeeping_interval as i64,
+            transfer_batch_size: config.ha_transfer_batch_size,
+            transfer_from_min_offset: config.ha_transfer_from_min_offset,
+        }
+    }
 }
 
 impl Default for HaTimings {
@@ -68,12 +83,20 @@ pub enum CloseReason {
     BehindRetention { slave: i64, master_min: i64 },
     /// The master's end-of-segment blank shows segments of `master` bytes; ours are `ours`.
     SegmentSize { ours: i64, master: i64 },
+    /// The socket failed (shells only).
+    Io(String),
+    /// The slave's store refused the master's bytes (shells only).
+    Store(String),
 }
 
 impl fmt::Display for CloseReason {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             CloseReason::Eof => write!(f, "the peer closed the HA connection"),
+            CloseReason::Io(err) => write!(f, "the HA connection failed: {err}"),
+            CloseReason::Store(err) => {
+                write!(f, "the slave's store refused the master's bytes: {err}")
+            }
             CloseReason::Housekeeping { idle_ms } => write!(
                 f,
                 "nothing read for {idle_ms} ms (haHousekeepingInterval): the peer is gone or \
