@@ -414,7 +414,10 @@ fn suggest_broker(
     status: PullStatus,
     found: &GetMessagesResult,
 ) -> (PullStatus, i64) {
-    let slow = status == PullStatus::Found
+    let on_slave = state.config.effective_broker_id() != MASTER_ID;
+    // Only where a suggestion can differ from the master: most pulls skip the lookup.
+    let slow = (state.config.slave_read_enable || on_slave)
+        && status == PullStatus::Found
         && !state.store.is_in_memory(
             &request.queue.topic,
             request.queue.queue_id,
@@ -430,7 +433,7 @@ fn suggest_broker(
             };
         }
     }
-    if state.config.effective_broker_id() != MASTER_ID && !slow {
+    if on_slave && !slow {
         let status = match status {
             PullStatus::Found => PullStatus::Found,
             _ => PullStatus::NoMatchedMessage,

@@ -314,8 +314,8 @@ impl TopicConfigManager {
             state.topics = topics;
             state.data_version = data_version;
         }
+        // Announced with the next periodic registration, as Java's slave does.
         self.file.request();
-        self.changed.send_modify(|version| *version += 1);
         true
     }
 
