@@ -14,6 +14,7 @@
 pub mod broker_files;
 pub mod container;
 pub mod golang;
+pub mod ha;
 pub mod java;
 pub mod kafka;
 pub mod kafka_clients;

@@ -163,7 +163,7 @@ pub struct Target {
 /// `bind(0)` or as the local end of an outgoing connection is free now but may be taken by the time
 /// a broker restarts on it (a Java broker's HA port once lost that race in CI). Probing from a
 /// per-process pseudo-random start keeps parallel test processes apart.
-fn free_port(offsets: &[i32]) -> Result<u16> {
+pub(crate) fn free_port(offsets: &[i32]) -> Result<u16> {
     const LOW: u32 = 12_000;
     const SPAN: u32 = 20_000; // up to 32000, below the ephemeral range
     let nanos = std::time::SystemTime::now()
@@ -197,7 +197,7 @@ fn free_port(offsets: &[i32]) -> Result<u16> {
 }
 
 /// Marks a directory kept for inspection after a failure.
-const FAILED_MARK: &str = "FAILED";
+pub(crate) const FAILED_MARK: &str = "FAILED";
 const KEEP_FAILED: Duration = Duration::from_secs(24 * 3600);
 
 /// Removes data dirs left by earlier test processes that are gone (a shared target lives in a
@@ -223,7 +223,7 @@ fn remove_stale_dirs(base: &Path) {
     }
 }
 
-fn new_dir(label: &str) -> Result<PathBuf> {
+pub(crate) fn new_dir(label: &str) -> Result<PathBuf> {
     static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
     let base = std::env::temp_dir().join("skiff-compat");
     fs::create_dir_all(&base)?;
@@ -519,15 +519,7 @@ impl Target {
                 }
             }
             TargetKind::Apache => {
-                let home = self.dir.join("home");
-                fs::create_dir_all(home.join("conf"))?;
-                // 4.9 loads $ROCKETMQ_HOME/conf/logback_<role>.xml and exits without it.
-                for role in ["namesrv", "broker"] {
-                    fs::write(
-                        home.join(format!("conf/logback_{role}.xml")),
-                        logback_file(&home.join(format!("logs/{role}.log"))),
-                    )?;
-                }
+                write_apache_home(&self.dir)?;
                 fs::write(
                     self.dir.join("namesrv.conf"),
                     format!("listenPort={}\n", self.namesrv_port),
@@ -591,41 +583,19 @@ impl Target {
 
     /// A JVM command for an Apache RocketMQ main class; logs go under `<dir>/home/logs`.
     fn apache_command(&self, classpath: &str, main: &str, conf: &str) -> Command {
-        let home = self.dir.join("home");
-        let mut cmd = Command::new(java::java_bin());
         // The broker's heap, GC and JIT: a benchmark's own flags, else
         // `SKIFF_COMPAT_APACHE_BROKER_JVM`, else the harness's small heap (the name server's too).
-        let heap: Vec<String> = match &self.opts.apache_broker_jvm {
+        let heap = match &self.opts.apache_broker_jvm {
             Some(flags) if main.ends_with("BrokerStartup") => flags.clone(),
-            None if main.ends_with("BrokerStartup") => settings::apache_broker_jvm(),
-            _ => settings::APACHE_DEFAULT_JVM
-                .split_whitespace()
-                .map(String::from)
-                .collect(),
+            _ => apache_heap(main),
         };
-        cmd.current_dir(&self.dir)
-            .env("ROCKETMQ_HOME", &home)
-            .args(heap)
-            .arg("-Xshare:auto");
-        cmd.args([
-            // The store unmaps files through JDK internals; on Java 17 the 4.9 broker
-            // otherwise fails to recover a store ("Unable to make ... Cleaner.clean()
-            // accessible").
-            "--add-opens=java.base/java.nio=ALL-UNNAMED",
-            "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
-            "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
-            "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
-            "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
-        ])
-        .arg(format!("-Duser.home={}", home.display()))
-        .arg(format!("-Drocketmq.home.dir={}", home.display()))
-        .args(self.opts.tls.iter().flat_map(|t| t.jvm_args(&self.dir)))
-        .arg("-cp")
-        .arg(classpath)
-        .arg(main)
-        .arg("-c")
-        .arg(self.dir.join(conf));
-        cmd
+        let tls: Vec<String> = self
+            .opts
+            .tls
+            .iter()
+            .flat_map(|t| t.jvm_args(&self.dir))
+            .collect();
+        apache_command(&self.dir, heap, &tls, classpath, main, &self.dir.join(conf))
     }
 
     fn launch(&self) -> Result<()> {
@@ -922,6 +892,69 @@ impl Target {
         s.push_str(&format!("(target dir: {})", self.dir.display()));
         s
     }
+}
+
+/// The heap, GC and JIT flags of an Apache RocketMQ JVM: `SKIFF_COMPAT_APACHE_BROKER_JVM` (or
+/// the harness's small heap) for the broker, the small heap for the name server.
+pub(crate) fn apache_heap(main: &str) -> Vec<String> {
+    if main.ends_with("BrokerStartup") {
+        settings::apache_broker_jvm()
+    } else {
+        settings::APACHE_DEFAULT_JVM
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    }
+}
+
+/// A JVM command for an Apache RocketMQ main class (`NamesrvStartup`, `BrokerStartup`) reading
+/// `conf`, with `ROCKETMQ_HOME` at `<dir>/home` (logs go under `<dir>/home/logs`).
+pub(crate) fn apache_command(
+    dir: &Path,
+    heap: Vec<String>,
+    extra_jvm: &[String],
+    classpath: &str,
+    main: &str,
+    conf: &Path,
+) -> Command {
+    let home = dir.join("home");
+    let mut cmd = Command::new(java::java_bin());
+    cmd.current_dir(dir)
+        .env("ROCKETMQ_HOME", &home)
+        .args(heap)
+        .arg("-Xshare:auto");
+    cmd.args([
+        // The store unmaps files through JDK internals; on Java 17 the 4.9 broker
+        // otherwise fails to recover a store ("Unable to make ... Cleaner.clean()
+        // accessible").
+        "--add-opens=java.base/java.nio=ALL-UNNAMED",
+        "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+        "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+        "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+        "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+    ])
+    .arg(format!("-Duser.home={}", home.display()))
+    .arg(format!("-Drocketmq.home.dir={}", home.display()))
+    .args(extra_jvm)
+    .arg("-cp")
+    .arg(classpath)
+    .arg(main)
+    .arg("-c")
+    .arg(conf);
+    cmd
+}
+
+/// Writes the logback files the 4.9 JVMs need under `<dir>/home/conf` (they exit without them).
+pub(crate) fn write_apache_home(dir: &Path) -> Result<()> {
+    let home = dir.join("home");
+    fs::create_dir_all(home.join("conf"))?;
+    for role in ["namesrv", "broker"] {
+        fs::write(
+            home.join(format!("conf/logback_{role}.xml")),
+            logback_file(&home.join(format!("logs/{role}.log"))),
+        )?;
+    }
+    Ok(())
 }
 
 impl Drop for Target {

@@ -47,6 +47,9 @@ public final class Main {
                 case "restart-verify":
                     Restart.verify(a);
                     break;
+                case "ha-consume":
+                    Ha.consume(a);
+                    break;
                 case "admin":
                     Admin.run(a);
                     break;

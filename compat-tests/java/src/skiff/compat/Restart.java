@@ -22,7 +22,8 @@ import org.apache.rocketmq.common.message.MessageExt;
  * Scenario 7, in two phases around a broker stop that the harness performs (SIGTERM or kill -9):
  * "restart-produce" sends messages and records every acknowledged one (SEND_OK) in a file, and
  * "restart-verify" checks after the restart that each recorded message is still stored at the
- * queue offset it was acknowledged with, and that new sends continue after them.
+ * queue offset it was acknowledged with, and that new sends continue after them. The HA tests use
+ * the same phases around a master kill, verifying on the slave without new sends.
  */
 final class Restart {
     private Restart() {
@@ -45,7 +46,8 @@ final class Restart {
     }
 
     /**
-     * Sends up to --count messages, appending each acknowledged one to --out. With
+     * Sends up to --count messages, appending each acknowledged one to --out (with
+     * --wait-store-ok false the messages do not ask a SYNC_MASTER to wait for its slave). With
      * --stop-after-failures K it stops after K consecutive failed sends (the broker was killed
      * under it) instead of failing.
      */
@@ -54,6 +56,8 @@ final class Restart {
         int count = a.getInt("count", 200);
         int stopAfterFailures = a.getInt("stop-after-failures", 0);
         String prefix = a.get("prefix", "m");
+        // false: a SYNC_MASTER answers without waiting for its slave (WAIT property).
+        boolean waitStoreOk = Boolean.parseBoolean(a.get("wait-store-ok", "true"));
         DefaultMQProducer p = Common.producer(a, a.group("restart_p"));
         p.setSendMsgTimeout(3000);
         p.setRetryTimesWhenSendFailed(0);
@@ -65,7 +69,9 @@ final class Restart {
                 String seq = prefix + "-" + i;
                 SendResult r;
                 try {
-                    r = p.send(Common.msg(topic, "T", seq, Common.utf8("restart body " + seq)));
+                    var m = Common.msg(topic, "T", seq, Common.utf8("restart body " + seq));
+                    m.setWaitStoreMsgOK(waitStoreOk);
+                    r = p.send(m);
                 } catch (Exception e) {
                     check(stopAfterFailures > 0, "send %s failed: %s", seq, e);
                     if (++failures >= stopAfterFailures) {
@@ -91,6 +97,7 @@ final class Restart {
         check(acked > 0, "no message was acknowledged");
     }
 
+    /** Checks what --in recorded; then sends more and reads them back, unless --send-after false. */
     static void verify(Common.Args a) throws Exception {
         String topic = a.topic("restart");
         Map<String, Acked> acked = new LinkedHashMap<>();
@@ -114,6 +121,10 @@ final class Restart {
             maxOffset.merge(r.queueId, r.queueOffset, Math::max);
         }
 
+        if (!Boolean.parseBoolean(a.get("send-after", "true"))) {
+            log("all %d acknowledged messages are stored where they were acknowledged", acked.size());
+            return;
+        }
         // The restarted broker keeps appending after what it had, and serves the new messages.
         DefaultMQProducer p = Common.producer(a, a.group("restart_p2"));
         List<String> fresh = new ArrayList<>();
