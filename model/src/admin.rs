@@ -47,6 +47,13 @@ pub enum AdminCommand {
     GetAllConsumerOffsets,
     /// Broker: how far each delay level has delivered (GET_ALL_DELAY_OFFSET; a slave's sync).
     GetAllDelayOffsets,
+    /// Broker: every group's PULL/POP setting per topic (GET_ALL_MESSAGE_REQUEST_MODE; a slave's
+    /// sync).
+    GetAllMessageRequestModes,
+    /// Broker: the timer's last checkpoint (GET_TIMER_CHECK_POINT; a 5.x slave asks every 3 s).
+    GetTimerCheckpoint,
+    /// Broker: timer messages pending per topic (GET_TIMER_METRICS; a 5.x slave's sync).
+    GetTimerMetrics,
     /// Broker: forget a subscription group's settings, and its committed offsets when
     /// `clean_offset` (a missing group is not an error, as in Java).
     DeleteSubscriptionGroup { group: String, clean_offset: bool },
@@ -311,6 +318,15 @@ pub enum AdminReply {
         table: BTreeMap<i32, i64>,
         data_version: DataVersion,
     },
+    /// topic → group → PULL/POP setting (`MessageRequestModeSerializeWrapper`).
+    MessageRequestModes(BTreeMap<String, BTreeMap<String, crate::pop::RequestModeSetting>>),
+    /// The timer's progress as last put on disk (`TimerCheckpoint`).
+    TimerCheckpoint(TimerCheckpoint),
+    /// Timer messages pending per topic (`TimerMetricsSerializeWrapper`).
+    TimerMetrics {
+        timing_count: BTreeMap<String, TimerMetric>,
+        data_version: DataVersion,
+    },
     /// Subscription groups by name (`SubscriptionGroupWrapper`).
     SubscriptionGroups {
         groups: BTreeMap<String, SubscriptionGroupConfig>,
@@ -470,4 +486,25 @@ pub struct HaStatus {
     /// The CommitLog's max physical offset.
     pub master_commit_log_max_offset: i64,
     pub in_sync_slave_nums: i32,
+}
+
+/// How far the timer got (Java's `TimerCheckpoint`, the `config/timercheck` file).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TimerCheckpoint {
+    /// Every wheel tick before it was delivered.
+    pub last_read_time_ms: i64,
+    /// The TimerLog is on disk up to here.
+    pub last_timer_log_flush_pos: i64,
+    /// Every timer-topic entry before it is in the TimerLog.
+    pub last_timer_queue_offset: i64,
+    pub master_timer_queue_offset: i64,
+    pub data_version: DataVersion,
+}
+
+/// Timer messages of one topic waiting for their time (`TimerMetrics.Metric`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct TimerMetric {
+    pub count: i64,
+    pub time_stamp: i64,
 }

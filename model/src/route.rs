@@ -153,7 +153,9 @@ pub struct BrokerRegistration {
     pub ha_server_addr: String,
     /// How long the name server may go without hearing from the broker before dropping it.
     pub heartbeat_timeout_millis: Option<i64>,
-    pub enable_acting_master: bool,
+    /// `enableActingMaster`; `None` from a broker too old to send it (before 5.0), which a
+    /// name server never takes as a group's prime slave.
+    pub enable_acting_master: Option<bool>,
     pub data_version: DataVersion,
     pub topics: BTreeMap<String, TopicConfig>,
     /// The static topics among `topics`, with the logical queues this group leads.

@@ -209,7 +209,7 @@ fn dump_for_java_check() {
         broker_id: 0,
         ha_server_addr: "10.0.0.5:10912".into(),
         heartbeat_timeout_millis: Some(30_000),
-        enable_acting_master: false,
+        enable_acting_master: Some(false),
         data_version,
         topics: topics.clone(),
         topic_queue_mappings: BTreeMap::new(),

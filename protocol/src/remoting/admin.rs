@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use skiff_model::admin::{
     AclInfo, AdminCommand, AdminReply, ClientConnection, ColdReadInfo, ConsumerConnections,
-    HaStatus, StatsData, StatsWindow, UserInfo,
+    HaStatus, StatsData, StatsWindow, TimerMetric, UserInfo,
 };
 use std::collections::BTreeMap;
 
@@ -17,6 +17,7 @@ use skiff_model::command::{ErrorKind, ErrorReply};
 use skiff_model::consumer::{
     ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData, SubscriptionGroupConfig,
 };
+use skiff_model::pop::RequestModeSetting;
 use skiff_model::route::{DataVersion, TopicConfig};
 
 use super::body::{to_json, KvTable};
@@ -42,6 +43,9 @@ pub(super) fn is_admin_code(code: i32) -> bool {
             | code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG
             | code::GET_ALL_CONSUMER_OFFSET
             | code::GET_ALL_DELAY_OFFSET
+            | code::GET_ALL_MESSAGE_REQUEST_MODE
+            | code::GET_TIMER_CHECK_POINT
+            | code::GET_TIMER_METRICS
             | code::DELETE_SUBSCRIPTIONGROUP
             | code::GET_CONSUMER_CONNECTION_LIST
             | code::GET_PRODUCER_CONNECTION_LIST
@@ -122,6 +126,9 @@ pub(super) fn decode(cmd: &RemotingCommand) -> Result<AdminCommand, ErrorReply> 
         code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG => AdminCommand::GetAllSubscriptionGroups,
         code::GET_ALL_CONSUMER_OFFSET => AdminCommand::GetAllConsumerOffsets,
         code::GET_ALL_DELAY_OFFSET => AdminCommand::GetAllDelayOffsets,
+        code::GET_ALL_MESSAGE_REQUEST_MODE => AdminCommand::GetAllMessageRequestModes,
+        code::GET_TIMER_CHECK_POINT => AdminCommand::GetTimerCheckpoint,
+        code::GET_TIMER_METRICS => AdminCommand::GetTimerMetrics,
         code::DELETE_SUBSCRIPTIONGROUP => AdminCommand::DeleteSubscriptionGroup {
             group: f.string("groupName")?,
             clean_offset: f.opt_bool("cleanOffset") == Some(true),
@@ -303,6 +310,9 @@ pub(super) fn request_code(command: &AdminCommand) -> i32 {
         AdminCommand::GetAllSubscriptionGroups => code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
         AdminCommand::GetAllConsumerOffsets => code::GET_ALL_CONSUMER_OFFSET,
         AdminCommand::GetAllDelayOffsets => code::GET_ALL_DELAY_OFFSET,
+        AdminCommand::GetAllMessageRequestModes => code::GET_ALL_MESSAGE_REQUEST_MODE,
+        AdminCommand::GetTimerCheckpoint => code::GET_TIMER_CHECK_POINT,
+        AdminCommand::GetTimerMetrics => code::GET_TIMER_METRICS,
         AdminCommand::DeleteSubscriptionGroup { .. } => code::DELETE_SUBSCRIPTIONGROUP,
         AdminCommand::ConsumerConnections { .. } => code::GET_CONSUMER_CONNECTION_LIST,
         AdminCommand::ProducerConnections { .. } => code::GET_PRODUCER_CONNECTION_LIST,
@@ -570,6 +580,9 @@ pub(super) fn encode(command: &AdminCommand, cmd: &mut RemotingCommand) {
         | AdminCommand::GetAllSubscriptionGroups
         | AdminCommand::GetAllConsumerOffsets
         | AdminCommand::GetAllDelayOffsets
+        | AdminCommand::GetAllMessageRequestModes
+        | AdminCommand::GetTimerCheckpoint
+        | AdminCommand::GetTimerMetrics
         | AdminCommand::SystemTopicsFromNamesrv
         | AdminCommand::SystemTopicsFromBroker => {}
     }
@@ -638,6 +651,22 @@ struct DelayOffsetWrapper {
     offset_table: BTreeMap<i32, i64>,
 }
 
+/// `MessageRequestModeSerializeWrapper` (the text of `messageRequestMode.json`).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MessageRequestModes {
+    #[serde(default)]
+    message_request_mode_map: BTreeMap<String, BTreeMap<String, RequestModeSetting>>,
+}
+
+/// `TimerMetrics.TimerMetricsSerializeWrapper`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TimerMetricsWrapper {
+    data_version: DataVersion,
+    timing_count: BTreeMap<String, TimerMetric>,
+}
+
 /// `SubscriptionGroupWrapper` as a slave reads it.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -669,6 +698,10 @@ pub(super) fn decode_reply(
                 table: wrapper.offset_table,
                 data_version: wrapper.data_version,
             }
+        }
+        AdminCommand::GetAllMessageRequestModes => {
+            let wrapper: MessageRequestModes = parse(response)?;
+            AdminReply::MessageRequestModes(wrapper.message_request_mode_map)
         }
         AdminCommand::GetAllSubscriptionGroups => {
             let wrapper: SubscriptionGroupWrapperIn = parse(response)?;
@@ -1017,6 +1050,38 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
             };
             let text = crate::fastjson::to_string_pretty(&file).expect("integer maps serialize");
             cmd.body = Body::from(text.into_bytes());
+        }
+        AdminReply::MessageRequestModes(table) => {
+            let body = MessageRequestModes {
+                message_request_mode_map: table,
+            };
+            cmd.body = Body::from(to_json(&body).into_bytes());
+        }
+        // `TimerCheckpoint.encode`: seven big-endian longs.
+        AdminReply::TimerCheckpoint(c) => {
+            let mut body = Vec::with_capacity(56);
+            for v in [
+                c.last_read_time_ms,
+                c.last_timer_log_flush_pos,
+                c.last_timer_queue_offset,
+                c.master_timer_queue_offset,
+                c.data_version.state_version,
+                c.data_version.timestamp,
+                c.data_version.counter,
+            ] {
+                body.extend_from_slice(&v.to_be_bytes());
+            }
+            cmd.body = Body::from(body);
+        }
+        AdminReply::TimerMetrics {
+            timing_count,
+            data_version,
+        } => {
+            let body = TimerMetricsWrapper {
+                data_version,
+                timing_count,
+            };
+            cmd.body = Body::from(to_json(&body).into_bytes());
         }
         AdminReply::SubscriptionGroups {
             groups,
@@ -1453,6 +1518,74 @@ mod tests {
         assert_eq!(
             decode_reply(&Request::Admin(AdminCommand::GetAllDelayOffsets), &cmd).unwrap(),
             reply
+        );
+    }
+
+    /// What a 5.x slave asks besides the four tables: request modes, timer checkpoint and metrics.
+    #[test]
+    fn request_modes_and_timer_progress_are_javas() {
+        use skiff_model::admin::TimerCheckpoint;
+        use skiff_model::pop::MessageRequestMode;
+
+        let req = request(code::GET_ALL_MESSAGE_REQUEST_MODE, &[]);
+        let command = decode(&req).unwrap();
+        assert_eq!(command, AdminCommand::GetAllMessageRequestModes);
+        let setting = RequestModeSetting {
+            topic: "T".into(),
+            consumer_group: "g".into(),
+            mode: MessageRequestMode::Pop,
+            pop_share_queue_num: 2,
+        };
+        let table = BTreeMap::from([(
+            "T".to_string(),
+            BTreeMap::from([("g".to_string(), setting)]),
+        )]);
+        let reply = Reply::Admin(AdminReply::MessageRequestModes(table));
+        let mut cmd = encode_any_reply(&req, reply.clone());
+        let text = String::from_utf8(cmd.body.to_bytes().to_vec()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"messageRequestModeMap":{"T":{"g":{"consumerGroup":"g","mode":"POP","popShareQueueNum":2,"topic":"T"}}}}"#
+        );
+        cmd.flag |= crate::remoting::FLAG_RESPONSE;
+        assert_eq!(decode_reply(&Request::Admin(command), &cmd).unwrap(), reply);
+
+        let req = request(code::GET_TIMER_CHECK_POINT, &[]);
+        assert_eq!(decode(&req).unwrap(), AdminCommand::GetTimerCheckpoint);
+        let checkpoint = TimerCheckpoint {
+            last_read_time_ms: 1,
+            last_timer_log_flush_pos: 2,
+            last_timer_queue_offset: 3,
+            master_timer_queue_offset: 4,
+            data_version: DataVersion {
+                state_version: 5,
+                timestamp: 6,
+                counter: 7,
+            },
+        };
+        let cmd = encode_any_reply(&req, Reply::Admin(AdminReply::TimerCheckpoint(checkpoint)));
+        let body = cmd.body.to_bytes();
+        assert_eq!(body.len(), 56);
+        assert_eq!(&body[..8], &1_i64.to_be_bytes());
+        assert_eq!(&body[48..], &7_i64.to_be_bytes());
+
+        let req = request(code::GET_TIMER_METRICS, &[]);
+        assert_eq!(decode(&req).unwrap(), AdminCommand::GetTimerMetrics);
+        let reply = Reply::Admin(AdminReply::TimerMetrics {
+            timing_count: BTreeMap::from([(
+                "T".to_string(),
+                TimerMetric {
+                    count: 3,
+                    time_stamp: 9,
+                },
+            )]),
+            data_version: DataVersion::default(),
+        });
+        let cmd = encode_any_reply(&req, reply);
+        let text = String::from_utf8(cmd.body.to_bytes().to_vec()).unwrap();
+        assert_eq!(
+            text,
+            r#"{"dataVersion":{"counter":0,"stateVersion":0,"timestamp":0},"timingCount":{"T":{"count":3,"timeStamp":9}}}"#
         );
     }
 

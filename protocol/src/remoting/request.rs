@@ -373,7 +373,7 @@ impl Framed for BrokerRegistration {
             .put("brokerId", self.broker_id)
             .put("haServerAddr", &self.ha_server_addr)
             .put_opt("heartbeatTimeoutMillis", self.heartbeat_timeout_millis)
-            .put("enableActingMaster", self.enable_acting_master)
+            .put_opt("enableActingMaster", self.enable_acting_master)
             .put("compressed", false)
             .put("bodyCrc32", body_crc(&body));
         cmd.body = Body::from(body);
@@ -599,7 +599,7 @@ fn decode_register_broker(cmd: &RemotingCommand) -> Result<BrokerRegistration, E
         broker_id: f.num("brokerId")?,
         ha_server_addr: f.string("haServerAddr")?,
         heartbeat_timeout_millis: f.opt_num("heartbeatTimeoutMillis")?,
-        enable_acting_master: f.opt_bool("enableActingMaster").unwrap_or(false),
+        enable_acting_master: f.opt_bool("enableActingMaster"),
         ..BrokerRegistration::default()
     };
     let body = cmd.body.to_bytes();

@@ -293,6 +293,20 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
                 data_version,
             })
         }
+        AdminCommand::GetAllMessageRequestModes => {
+            Reply::Admin(AdminReply::MessageRequestModes(state.pop.modes.table()))
+        }
+        AdminCommand::GetTimerCheckpoint => match *state.timer_progress.lock() {
+            Some(checkpoint) => Reply::Admin(AdminReply::TimerCheckpoint(checkpoint)),
+            // Java's answer when the broker has no timer checkpoint.
+            None => Reply::error(ErrorKind::SystemError, "The checkpoint is null"),
+        },
+        // Skiff keeps no per-topic count of pending timer messages: the table is empty, under
+        // a version that never changes, so a Java slave copies it once.
+        AdminCommand::GetTimerMetrics => Reply::Admin(AdminReply::TimerMetrics {
+            timing_count: Default::default(),
+            data_version: DataVersion::default(),
+        }),
         AdminCommand::GetAllSubscriptionGroups => {
             let (groups, data_version) = state.groups.snapshot();
             Reply::Admin(AdminReply::SubscriptionGroups {

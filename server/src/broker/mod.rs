@@ -140,6 +140,8 @@ pub(crate) struct BrokerState {
     replicas: Option<Arc<ha::acks::ReplicaAcks>>,
     /// The port slaves connect to (`haListenPort`), once bound.
     ha_port: Option<u16>,
+    /// The timer's last checkpoint (`None` without a timer, as on a slave).
+    timer_progress: timer::Progress,
 }
 
 impl BrokerState {
@@ -185,6 +187,7 @@ impl BrokerState {
             metrics: None,
             replicas: None,
             ha_port: None,
+            timer_progress: timer::Progress::default(),
             broker_addr,
             store_host,
             store,
@@ -549,9 +552,12 @@ impl Broker {
 
         let timer = {
             let (config, store) = (state.config.clone(), store.clone());
-            tokio::task::spawn_blocking(move || timer::TimerService::start(&config, store))
-                .await?
-                .context("cannot open the timer files (timerwheel, timerlog, config/timercheck)")?
+            let progress = state.timer_progress.clone();
+            tokio::task::spawn_blocking(move || {
+                timer::TimerService::start(&config, store, progress)
+            })
+            .await?
+            .context("cannot open the timer files (timerwheel, timerlog, config/timercheck)")?
         };
 
         let shutdown = CancellationToken::new();

@@ -345,7 +345,7 @@ fn registration(
         broker_id: config.effective_broker_id(),
         ha_server_addr: format!("{ha_ip}:{ha_port}"),
         heartbeat_timeout_millis: None,
-        enable_acting_master: false,
+        enable_acting_master: Some(false),
         data_version,
         topic_queue_mappings: state.static_topics.infos(topics.keys()),
         topics,

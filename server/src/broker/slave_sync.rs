@@ -1,5 +1,6 @@
 //! A slave's metadata sync (Java's `SlaveSynchronize`): topics, subscription groups, committed
-//! consumer offsets and delay-level progress come from the master over the remoting protocol, so
+//! consumer offsets, delay-level progress and the groups' PULL/POP modes come from the master
+//! over the remoting protocol, so
 //! that consumers that move to the slave, or a slave promoted to master, carry on where the
 //! master was.
 //!
@@ -51,7 +52,9 @@ pub(super) async fn run(state: Arc<BrokerState>, shutdown: CancellationToken) {
     }
 }
 
-/// One round: topics, groups, consumer offsets, delay offsets, each applied as Java does.
+/// One round: topics, groups, consumer offsets, delay offsets, request modes, each applied as
+/// Java does. (The timer's checkpoint and metrics matter only to a promoted slave, which Skiff
+/// does not do yet.)
 async fn sync_all(state: &Arc<BrokerState>, master: &str) -> Result<(), String> {
     let client = RemotingClient::connect_with(
         master,
@@ -112,6 +115,16 @@ async fn sync_all(state: &Arc<BrokerState>, master: &str) -> Result<(), String> 
             state.schedule.replace_from_master(table, data_version)
         })
         .await;
+    }
+    // A 4.9 master does not know this code; its refusal is no reason to warn every minute.
+    match ask(Request::Admin(AdminCommand::GetAllMessageRequestModes)).await {
+        Ok(Reply::Admin(AdminReply::MessageRequestModes(table))) => {
+            let state = state.clone();
+            let _ = tokio::task::spawn_blocking(move || state.pop.modes.replace_from_master(table))
+                .await;
+        }
+        Ok(_) => {}
+        Err(err) => debug!(master, %err, "message request modes not synced"),
     }
     debug!(master, "metadata synced from the master");
     Ok(())

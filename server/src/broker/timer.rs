@@ -36,6 +36,7 @@ use skiff_model::command::{ErrorKind, Reply};
 use skiff_model::hash::java_string_hash;
 use skiff_model::message::{keys, sys_flag, Properties};
 use skiff_model::record::Record;
+use skiff_store::timer::checkpoint::TimerCheckpoint;
 use skiff_store::timer::clock::{due_in_tick, OpenTick, Placement, TimerClock};
 use skiff_store::timer::log::{magic, Unit};
 use skiff_store::timer::{Recovered, TimerStore, TimerStoreConfig};
@@ -163,6 +164,24 @@ fn exact_due_ms(properties: &Properties, store_timestamp: i64) -> Option<i64> {
     deliver_ms(properties, store_timestamp)
 }
 
+/// The timer's last checkpoint, as put on disk: what a slave asks for (GET_TIMER_CHECK_POINT).
+/// Written by the timer thread, read by the admin handler.
+pub(crate) type Progress = Arc<parking_lot::Mutex<Option<skiff_model::admin::TimerCheckpoint>>>;
+
+fn published(c: TimerCheckpoint) -> skiff_model::admin::TimerCheckpoint {
+    skiff_model::admin::TimerCheckpoint {
+        last_read_time_ms: c.last_read_time_ms,
+        last_timer_log_flush_pos: c.last_timer_log_flush_pos,
+        last_timer_queue_offset: c.last_timer_queue_offset,
+        master_timer_queue_offset: c.master_timer_queue_offset,
+        data_version: skiff_model::route::DataVersion {
+            state_version: c.state_version,
+            timestamp: c.timestamp,
+            counter: c.counter,
+        },
+    }
+}
+
 /// The running timer thread.
 pub(super) struct TimerService {
     stop: Arc<AtomicBool>,
@@ -175,6 +194,7 @@ impl TimerService {
     pub(super) fn start(
         config: &BrokerConfig,
         store: Arc<MessageStore>,
+        progress: Progress,
     ) -> anyhow::Result<Option<TimerService>> {
         if !config.timer_wheel_enable {
             return Ok(None);
@@ -190,7 +210,9 @@ impl TimerService {
             log_file_size: config.mapped_file_size_timer_log,
             log_resident_tail: config.commit_log_resident_tail / 64,
         })?;
+        *progress.lock() = recovered.checkpoint.map(published);
         let mut timer = Timer::recover(config, files, recovered, store, now_millis());
+        timer.progress = progress;
         let stop = Arc::new(AtomicBool::new(false));
         let stopping = stop.clone();
         let thread = std::thread::Builder::new()
@@ -244,6 +266,7 @@ struct Timer {
     open: Option<Open>,
     flush_interval: Duration,
     last_flush: Instant,
+    progress: Progress,
 }
 
 impl Timer {
@@ -285,6 +308,7 @@ impl Timer {
             open: None,
             flush_interval: Duration::from_millis(config.timer_flush_interval_ms),
             last_flush: Instant::now(),
+            progress: Progress::default(),
         }
     }
 
@@ -330,11 +354,14 @@ impl Timer {
     }
 
     fn flush(&mut self, now_ms: i64) {
-        if let Err(e) = self
+        match self
             .files
             .flush(self.clock.read_time_ms(), self.queue_offset, now_ms)
         {
-            error!(error = %e, "cannot flush the timer files; retrying at the next interval");
+            Ok(checkpoint) => *self.progress.lock() = Some(published(checkpoint)),
+            Err(e) => {
+                error!(error = %e, "cannot flush the timer files; retrying at the next interval")
+            }
         }
         self.last_flush = Instant::now();
     }

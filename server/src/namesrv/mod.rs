@@ -219,6 +219,9 @@ impl NameServerService {
             | AdminCommand::GetAllSubscriptionGroups
             | AdminCommand::GetAllConsumerOffsets
             | AdminCommand::GetAllDelayOffsets
+            | AdminCommand::GetAllMessageRequestModes
+            | AdminCommand::GetTimerCheckpoint
+            | AdminCommand::GetTimerMetrics
             | AdminCommand::DeleteSubscriptionGroup { .. }
             | AdminCommand::ConsumerConnections { .. }
             | AdminCommand::ProducerConnections { .. }

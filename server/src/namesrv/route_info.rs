@@ -78,7 +78,7 @@ impl RouteInfoManager {
                 ..BrokerData::default()
             });
         broker_data.cluster = registration.cluster_name.clone();
-        broker_data.enable_acting_master = registration.enable_acting_master;
+        broker_data.enable_acting_master = registration.enable_acting_master == Some(true);
         // One address holds one role: a slave promoted to master must not stay listed as slave.
         broker_data
             .broker_addrs
@@ -87,11 +87,19 @@ impl RouteInfoManager {
             .broker_addrs
             .insert(registration.broker_id, registration.broker_addr.clone());
 
+        let is_master = registration.broker_id == MASTER_ID;
+        // Java's prime slave: a 5.x slave with the lowest id registered in its group, that is,
+        // one whose master is gone. Its topics keep the group's queues in the routes (read-only
+        // when the group lets a slave act as master).
+        let is_prime_slave = !is_master
+            && registration.enable_acting_master.is_some()
+            && broker_data.broker_addrs.keys().next() == Some(&registration.broker_id);
+        let wipe_write = is_prime_slave && broker_data.enable_acting_master;
         let topics_changed = tables
             .broker_live_table
             .get(&registration.broker_addr)
             .is_none_or(|live| live.data_version != registration.data_version);
-        if registration.broker_id == MASTER_ID {
+        if is_master || is_prime_slave {
             // Java's `isTopicConfigChanged`, per topic: a new table version rewrites every
             // topic; an unchanged one (the periodic registration, or the later parts of a split
             // one, which carry the first part's version) only adds topics the broker does not
@@ -103,7 +111,11 @@ impl RouteInfoManager {
                         .get(&topic.topic_name)
                         .is_some_and(|queues| queues.contains(&registration.broker_name));
                 if !known {
-                    upsert_queue_data(&mut tables, &registration.broker_name, topic);
+                    let mut topic = topic.clone();
+                    if wipe_write {
+                        topic.perm &= !perm::WRITE;
+                    }
+                    upsert_queue_data(&mut tables, &registration.broker_name, &topic);
                 }
             }
             // Java's `topicQueueMappingInfoTable`: a new table version (or the first
@@ -554,6 +566,33 @@ mod tests {
             routes.register_broker(&registration("a", "10.0.0.9:10911", 1, &["T"]), 2, TIMEOUT);
         assert_eq!(result.master_addr.as_deref(), Some("10.0.0.1:10911"));
         assert_eq!(result.ha_server_addr.as_deref(), Some("10.0.0.1:10911-ha"));
+    }
+
+    /// Java's prime slave: once its master is gone, a 5.x slave's topics reach the routes
+    /// (read-only with `enableActingMaster`); a pre-5.0 slave's never do.
+    #[test]
+    fn a_slave_whose_master_is_gone_keeps_the_routes_up_to_date() {
+        let routes = RouteInfoManager::default();
+        routes.register_broker(&registration("a", "10.0.0.1:10911", 0, &["T"]), 1, TIMEOUT);
+        let mut slave = registration("a", "10.0.0.9:10911", 1, &["T", "New"]);
+        slave.enable_acting_master = Some(false);
+        routes.register_broker(&slave, 2, TIMEOUT);
+        assert!(routes.topic_route("New").is_none(), "a master is up");
+
+        routes.on_channel_closed(1);
+        routes.register_broker(&slave, 2, TIMEOUT);
+        assert_eq!(perms(&routes, "New"), [("a".to_string(), 6)]);
+
+        let mut acting = registration("a", "10.0.0.9:10911", 1, &["Acting"]);
+        acting.enable_acting_master = Some(true);
+        acting.data_version.counter = 1;
+        routes.register_broker(&acting, 2, TIMEOUT);
+        assert_eq!(perms(&routes, "Acting"), [("a".to_string(), 4)]);
+
+        let mut old = registration("b", "10.0.0.8:10911", 1, &["Old"]);
+        old.enable_acting_master = None;
+        routes.register_broker(&old, 3, TIMEOUT);
+        assert!(routes.topic_route("Old").is_none());
     }
 
     #[test]

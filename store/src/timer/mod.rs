@@ -215,13 +215,14 @@ impl TimerStore {
 
     /// Puts the log and the wheel on disk, then the checkpoint that says so: every tick before
     /// `read_time_ms` is delivered and every timer-topic entry before `queue_offset` is in the
-    /// log or delivered (`TimerFlushService`). Blocking: call it from the timer thread.
+    /// log or delivered (`TimerFlushService`); returns the checkpoint written. Blocking: call it
+    /// from the timer thread.
     pub fn flush(
         &mut self,
         read_time_ms: i64,
         queue_offset: i64,
         now_ms: i64,
-    ) -> Result<(), StoreError> {
+    ) -> Result<TimerCheckpoint, StoreError> {
         let flushed = self
             .log
             .flush()
@@ -237,7 +238,7 @@ impl TimerStore {
             tracing::debug!(error = %e, "cannot release TimerLog pages");
         }
         self.counter += 1;
-        self.checkpoint.write(&TimerCheckpoint {
+        let checkpoint = TimerCheckpoint {
             last_read_time_ms: read_time_ms,
             last_timer_log_flush_pos: flushed,
             last_timer_queue_offset: queue_offset,
@@ -245,7 +246,9 @@ impl TimerStore {
             state_version: 0,
             timestamp: now_ms,
             counter: self.counter,
-        })
+        };
+        self.checkpoint.write(&checkpoint)?;
+        Ok(checkpoint)
     }
 }
 

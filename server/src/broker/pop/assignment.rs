@@ -56,6 +56,21 @@ impl RequestModeManager {
         self.table.read().get(topic)?.get(group).cloned()
     }
 
+    /// Every setting (GET_ALL_MESSAGE_REQUEST_MODE).
+    pub fn table(&self) -> ModeTable {
+        self.table.read().clone()
+    }
+
+    /// A slave takes its master's table as it is, and writes the file if it changed (blocking:
+    /// call off the async workers).
+    pub fn replace_from_master(&self, table: ModeTable) {
+        if *self.table.read() == table {
+            return;
+        }
+        *self.table.write() = table;
+        self.persist();
+    }
+
     fn set(&self, setting: RequestModeSetting) {
         self.table
             .write()
