@@ -118,6 +118,32 @@ impl HaPair {
         self.wait_listed(1, &self.slave())
     }
 
+    /// Starts the slave from `conf` (a Java `broker.conf`) instead of the one the pair wrote, and
+    /// waits until the name server lists it at `addr` as broker `id`.
+    pub fn start_slave_with(&self, conf: &str, id: u64, addr: &str) -> Result<()> {
+        fs::write(self.dir.join("slave.conf"), conf)?;
+        let slave = self.spawn_broker("slave", self.opts.slave)?;
+        self.procs().slave = Some(slave);
+        self.wait_listed(id, addr)
+    }
+
+    /// Stops the master (SIGTERM, as an operator stops a broker) and waits for it to exit.
+    pub fn stop_master(&self) -> Result<()> {
+        let master = self.procs().master.take();
+        stop(master.context("the master is not running")?)
+    }
+
+    /// Stops the slave (SIGTERM) and waits for it to exit.
+    pub fn stop_slave(&self) -> Result<()> {
+        let slave = self.procs().slave.take();
+        stop(slave.context("the slave is not running")?)
+    }
+
+    /// The port the pair set aside for its slave.
+    pub fn slave_port(&self) -> u16 {
+        self.slave_port
+    }
+
     /// `kill -9` of the master; the slave and the name server stay up.
     pub fn kill_master(&self) -> Result<()> {
         let mut master = self
@@ -362,6 +388,20 @@ impl Drop for HaPair {
         } else if !settings::keep_dirs() {
             let _ = fs::remove_dir_all(&self.dir);
         }
+    }
+}
+
+fn stop(mut p: Server) -> Result<()> {
+    p.signal(libc::SIGTERM)?;
+    match p.wait_for(Duration::from_secs(60))? {
+        // Java exits with 143 after its shutdown hooks ran on SIGTERM.
+        Some(st) if st.success() || st.code() == Some(143) => Ok(()),
+        Some(st) => bail!(
+            "{} exited with {st} on SIGTERM\n{}",
+            p.name(),
+            p.output_tail(40)
+        ),
+        None => bail!("{} did not stop within 60 s of SIGTERM", p.name()),
     }
 }
 

@@ -358,7 +358,11 @@ fn group_config() -> impl Strategy<Value = SubscriptionGroupConfig> {
 fn registration() -> impl Strategy<Value = BrokerRegistration> {
     (
         (text(), text(), text(), any::<i64>(), text()),
-        (option::of(any::<i64>()), option::of(any::<bool>()), data_version()),
+        (
+            option::of(any::<i64>()),
+            option::of(any::<bool>()),
+            data_version(),
+        ),
         btree_map(text(), topic_config(), 0..3),
         vec(text(), 0..3),
     )

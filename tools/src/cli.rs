@@ -25,6 +25,8 @@ Examples:
   Administer it (or an Apache RocketMQ cluster): see skiff admin --help
     skiff admin topic create -t orders --queues 8
     skiff admin group progress -g billing --json
+  Move a running Apache RocketMQ cluster onto Skiff: see skiff migrate --help
+    skiff migrate plan -n 10.0.0.5:9876 --out migration
 
 Logging goes to stderr; set RUST_LOG (for example RUST_LOG=debug or RUST_LOG=skiff_server=debug) \
 to change what is logged. Exit status: 0 after a clean stop (Ctrl-C or SIGTERM), 2 for a bad \
@@ -61,6 +63,8 @@ pub enum Command {
     Health(crate::health::HealthArgs),
     /// Administer a Skiff or Apache RocketMQ cluster: topics, groups, offsets, messages, config.
     Admin(crate::admin::AdminArgs),
+    /// Move an Apache RocketMQ cluster onto Skiff by replication: plan, replicate, verify.
+    Migrate(crate::migrate::MigrateArgs),
     /// Print a shell completion script for skiff (bash, zsh, fish, elvish, powershell).
     #[command(after_long_help = "\
 Examples:

@@ -1,5 +1,5 @@
 //! The `skiff` binary: runs Skiff's name server and broker, together (`standalone`) or apart, and
-//! the client-side tools (`bench`, `health`, `admin`). It parses the command line, wires the
+//! the client-side tools (`bench`, `health`, `admin`, `migrate`). It parses the command line, wires the
 //! servers of `skiff-server` together and drives its remoting client; it owns no protocol or
 //! storage logic (the tools send requests through the codec of `skiff-protocol`).
 
@@ -8,6 +8,7 @@ mod bench;
 mod cli;
 mod health;
 mod logging;
+mod migrate;
 mod serve;
 mod settings;
 mod signals;
@@ -49,6 +50,7 @@ fn main() -> ExitCode {
             Command::Bench(args) => Ok(bench::run(args).await),
             Command::Health(args) => Ok(health::run(args).await),
             Command::Admin(args) => Ok(admin::run(args).await),
+            Command::Migrate(args) => Ok(migrate::run(args).await),
             Command::Completions { .. } => Ok(ExitCode::SUCCESS),
         }
     });

@@ -651,6 +651,29 @@ struct DelayOffsetWrapper {
     offset_table: BTreeMap<i32, i64>,
 }
 
+/// `QueryConsumeQueueResponseBody` as a client reads it (the subscription is left out).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct QueryConsumeQueueIn {
+    #[serde(default)]
+    filter_data: Option<String>,
+    #[serde(default)]
+    max_queue_index: i64,
+    #[serde(default)]
+    min_queue_index: i64,
+    #[serde(default)]
+    queue_data: Vec<ConsumeQueueDataIn>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConsumeQueueDataIn {
+    physic_offset: i64,
+    physic_size: i32,
+    #[serde(default)]
+    tags_code: i64,
+}
+
 /// `MessageRequestModeSerializeWrapper` (the text of `messageRequestMode.json`).
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -698,6 +721,37 @@ pub(super) fn decode_reply(
                 table: wrapper.offset_table,
                 data_version: wrapper.data_version,
             }
+        }
+        // `mqadmin queryCq`'s answer; an index outside the queue is a bare remark.
+        AdminCommand::QueryConsumeQueue { .. } if response.body.is_empty() => {
+            AdminReply::ConsumeQueue(Box::new(skiff_model::admin::ConsumeQueueView {
+                subscription: None,
+                filter_data: None,
+                max_queue_index: 0,
+                min_queue_index: 0,
+                entries: None,
+                remark: response.remark.clone(),
+            }))
+        }
+        AdminCommand::QueryConsumeQueue { .. } => {
+            let body: QueryConsumeQueueIn = parse(response)?;
+            AdminReply::ConsumeQueue(Box::new(skiff_model::admin::ConsumeQueueView {
+                subscription: None,
+                filter_data: body.filter_data,
+                max_queue_index: body.max_queue_index,
+                min_queue_index: body.min_queue_index,
+                entries: Some(
+                    body.queue_data
+                        .into_iter()
+                        .map(|e| skiff_model::admin::ConsumeQueueEntry {
+                            physical_offset: e.physic_offset,
+                            size: e.physic_size,
+                            tags_code: e.tags_code,
+                        })
+                        .collect(),
+                ),
+                remark: response.remark.clone(),
+            }))
         }
         AdminCommand::GetAllMessageRequestModes => {
             let wrapper: MessageRequestModes = parse(response)?;
@@ -1519,6 +1573,46 @@ mod tests {
             decode_reply(&Request::Admin(AdminCommand::GetAllDelayOffsets), &cmd).unwrap(),
             reply
         );
+    }
+
+    /// `skiff migrate verify` reads a queue's entry back from either kind of broker.
+    #[test]
+    fn consume_queue_entries_read_back() {
+        use skiff_model::admin::{ConsumeQueueEntry, ConsumeQueueView};
+
+        let command = AdminCommand::QueryConsumeQueue {
+            topic: "T".into(),
+            queue_id: 1,
+            index: 5,
+            count: 1,
+            group: None,
+        };
+        let view = ConsumeQueueView {
+            subscription: None,
+            filter_data: None,
+            max_queue_index: 9,
+            min_queue_index: 0,
+            entries: Some(vec![ConsumeQueueEntry {
+                physical_offset: 4096,
+                size: 210,
+                tags_code: 7,
+            }]),
+            remark: None,
+        };
+        let req = crate::remoting::encode_request(&Request::Admin(command.clone()), 3, false);
+        let reply = Reply::Admin(AdminReply::ConsumeQueue(Box::new(view)));
+        let mut cmd = encode_any_reply(&req, reply.clone());
+        cmd.flag |= crate::remoting::FLAG_RESPONSE;
+        assert_eq!(
+            decode_reply(&Request::Admin(command.clone()), &cmd).unwrap(),
+            reply
+        );
+        // Java's body carries more fields per entry.
+        cmd.body = Body::from(
+            br#"{"maxQueueIndex":9,"minQueueIndex":0,"queueData":[{"bitMap":null,"eval":false,"extendDataJson":null,"msg":null,"physicOffset":4096,"physicSize":210,"tagsCode":7}]}"#
+                .to_vec(),
+        );
+        assert_eq!(decode_reply(&Request::Admin(command), &cmd).unwrap(), reply);
     }
 
     /// What a 5.x slave asks besides the four tables: request modes, timer checkpoint and metrics.

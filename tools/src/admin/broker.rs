@@ -213,7 +213,10 @@ async fn get(admin: &Admin, args: GetArgs) -> Result<Shown> {
 }
 
 /// GET_BROKER_CONFIG: the body is the settings as Java properties text.
-async fn broker_config(admin: &Admin, master: &Master) -> Result<BTreeMap<String, String>> {
+pub(crate) async fn broker_config(
+    admin: &Admin,
+    master: &Master,
+) -> Result<BTreeMap<String, String>> {
     let frame = RemotingCommand::request(GET_BROKER_CONFIG, 0);
     let response = admin.call_frame(&master.addr, frame).await?;
     let body = response.body.to_bytes();

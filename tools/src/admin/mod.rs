@@ -4,11 +4,11 @@
 //! command, prints a table for people or JSON (`--json`) for scripts, and exits non-zero with the
 //! reason on stderr when anything fails.
 
-mod broker;
-mod client;
+pub(crate) mod broker;
+pub(crate) mod client;
 mod group;
 mod message;
-mod output;
+pub(crate) mod output;
 mod topic;
 
 use std::process::ExitCode;
@@ -42,6 +42,20 @@ mqadmin. With ACL on, give --access-key and --secret-key: requests are signed as
 AclClientRPCHook signs them. Exit status: 0 done, 1 the cluster refused or could not be reached \
 (the reason goes to stderr), 2 a bad command line (including names RocketMQ does not allow).")]
 pub struct AdminArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+
+    /// Print JSON (one document on stdout) instead of a table
+    #[arg(long, global = true)]
+    pub json: bool,
+
+    #[command(subcommand)]
+    pub verb: Verb,
+}
+
+/// How the tools reach a cluster: its name servers, a timeout, and ACL credentials.
+#[derive(Debug, Args)]
+pub struct ClusterArgs {
     /// Name server addresses, IP:PORT separated by ';'
     #[arg(
         short = 'n',
@@ -52,10 +66,6 @@ pub struct AdminArgs {
         global = true
     )]
     pub namesrv: String,
-
-    /// Print JSON (one document on stdout) instead of a table
-    #[arg(long, global = true)]
-    pub json: bool,
 
     /// Give up on each request after this long (500ms, 3s, ...)
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "3s", global = true)]
@@ -82,9 +92,27 @@ pub struct AdminArgs {
         requires = "access_key"
     )]
     pub secret_key: Option<String>,
+}
 
-    #[command(subcommand)]
-    pub verb: Verb,
+impl ClusterArgs {
+    /// A client of the cluster these arguments name.
+    pub fn connect(&self) -> Admin {
+        let credentials = match (&self.access_key, &self.secret_key) {
+            (Some(access_key), Some(secret_key)) => Some(Credentials {
+                access_key: access_key.clone(),
+                secret_key: secret_key.clone(),
+            }),
+            _ => None,
+        };
+        let namesrvs: Vec<String> = self
+            .namesrv
+            .split(';')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect();
+        Admin::new(namesrvs, self.timeout, credentials)
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -106,21 +134,7 @@ pub enum Verb {
 }
 
 pub async fn run(args: AdminArgs) -> ExitCode {
-    let credentials = match (args.access_key, args.secret_key) {
-        (Some(access_key), Some(secret_key)) => Some(Credentials {
-            access_key,
-            secret_key,
-        }),
-        _ => None,
-    };
-    let namesrvs: Vec<String> = args
-        .namesrv
-        .split(';')
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        .map(str::to_string)
-        .collect();
-    let admin = Admin::new(namesrvs, args.timeout, credentials);
+    let admin = args.cluster.connect();
     let result = match args.verb {
         Verb::Cluster(verb) => broker::cluster(&admin, verb).await,
         Verb::Topic(verb) => topic::run(&admin, verb).await,

@@ -1,0 +1,208 @@
+//! `skiff migrate replicate`: waits for each group's slave to register, then shows it catching up
+//! with its master (bytes of CommitLog behind, and how long that takes at the current rate) until
+//! it holds everything the master has. It reads only; the slave does the copying.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
+use clap::Args;
+use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::json;
+
+use super::cluster::{self, bytes, Group, Runtime};
+use crate::admin::client::Admin;
+use crate::admin::output::Shown;
+use crate::bench::parse_duration;
+
+#[derive(Debug, Args)]
+#[command(after_long_help = "\
+Examples:
+  After starting the slaves from the configs `skiff migrate plan --out` wrote:
+    skiff migrate replicate -n 10.0.0.5:9876
+  One group, giving its slave 30 minutes to register:
+    skiff migrate replicate -n 10.0.0.5:9876 -b broker-a --wait-slave 30m
+
+Exit status 0 once every slave holds its master's whole CommitLog (as far as the master had \
+written when it was last asked); 1 if a slave does not register in time, or is ahead of its \
+master (run skiff migrate verify). Interrupting it changes nothing: run it again.")]
+pub struct ReplicateArgs {
+    /// Only this broker group (repeatable) [default: every group]
+    #[arg(short = 'b', long = "broker", value_name = "NAME")]
+    pub brokers: Vec<String>,
+
+    /// How long to wait for a slave to register with the name server
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "10m")]
+    pub wait_slave: Duration,
+
+    /// How often to ask master and slave how far they are
+    #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "1s")]
+    pub interval: Duration,
+}
+
+pub async fn run(admin: &Admin, args: ReplicateArgs) -> Result<Shown> {
+    let groups = cluster::groups(admin, &args.brokers).await?;
+    let mut text = String::new();
+    let mut out = Vec::new();
+    for group in groups {
+        let (line, json) = follow(admin, group, &args).await?;
+        text.push_str(&line);
+        text.push('\n');
+        out.push(json);
+    }
+    Ok(Shown::new(json!({ "groups": out }), text))
+}
+
+/// Follows one group until its slave has caught up.
+async fn follow(
+    admin: &Admin,
+    group: Group,
+    args: &ReplicateArgs,
+) -> Result<(String, serde_json::Value)> {
+    let name = group.name.clone();
+    let Some(master) = group.master().cloned() else {
+        bail!("{name} has no master registered: nothing to replicate from");
+    };
+    let slave = wait_for_slave(admin, group, args).await?;
+    let started = Instant::now();
+    let bar = ProgressBar::new(0).with_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {bytes}/{total_bytes} {msg}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(name.clone());
+    let first = Runtime::read(admin, &slave.addr).await?.commit_log_max()?;
+    let mut rate = Rate::new(first);
+    loop {
+        let master_max = Runtime::read(admin, &master).await?.commit_log_max()?;
+        let slave_max = Runtime::read(admin, &slave.addr).await?.commit_log_max()?;
+        if slave_max > master_max {
+            bar.abandon();
+            bail!(
+                "the slave of {name} at {} holds more CommitLog ({slave_max}) than its master at \
+                 {master} ({master_max}): it copied another master, or the master lost data; run \
+                 skiff migrate verify -b {name}",
+                slave.addr
+            );
+        }
+        bar.set_length(master_max.max(0) as u64);
+        bar.set_position(slave_max.max(0) as u64);
+        let lag = master_max - slave_max;
+        let per_second = rate.update(slave_max, Instant::now());
+        bar.set_message(match per_second {
+            Some(r) if r > 0.0 && lag > 0 => format!(
+                "lag {}, ~{:.0} s at {}/s",
+                bytes(lag),
+                lag as f64 / r,
+                bytes(r as i64)
+            ),
+            _ => format!("lag {}", bytes(lag)),
+        });
+        if lag == 0 {
+            bar.finish_and_clear();
+            let took = started.elapsed();
+            let line = format!(
+                "{name}: the {} slave at {} holds the master's CommitLog up to {master_max} ({}), \
+                 {} copied in {:.1} s",
+                slave.kind(),
+                slave.addr,
+                bytes(master_max),
+                bytes(master_max - first),
+                took.as_secs_f64()
+            );
+            let json = json!({
+                "brokerName": name,
+                "master": master,
+                "slave": slave.addr,
+                "slaveKind": slave.kind(),
+                "commitLogMaxOffset": master_max,
+                "copiedBytes": master_max - first,
+                "seconds": took.as_secs_f64(),
+            });
+            return Ok((line, json));
+        }
+        tokio::time::sleep(args.interval).await;
+    }
+}
+
+/// The group's slave once one is registered: a Skiff one if there are several.
+async fn wait_for_slave(admin: &Admin, mut group: Group, args: &ReplicateArgs) -> Result<Runtime> {
+    let deadline = Instant::now() + args.wait_slave;
+    let mut said = false;
+    loop {
+        let mut found = None;
+        for (_, addr) in group.slaves() {
+            if let Ok(runtime) = Runtime::read(admin, addr).await {
+                if runtime.is_skiff() || found.is_none() {
+                    found = Some(runtime);
+                }
+            }
+        }
+        if let Some(slave) = found {
+            return Ok(slave);
+        }
+        if Instant::now() >= deadline {
+            bail!(
+                "no slave of {} registered within {:?}: start it with the config skiff migrate \
+                 plan --out wrote (skiff broker -c <brokerName>-skiff-slave.conf)",
+                group.name,
+                args.wait_slave
+            );
+        }
+        if !said {
+            eprintln!("{}: waiting for a slave to register...", group.name);
+            said = true;
+        }
+        tokio::time::sleep(args.interval).await;
+        let name = group.name.clone();
+        if let Some(fresh) = cluster::groups(admin, &[name]).await?.pop() {
+            group = fresh;
+        }
+    }
+}
+
+/// Bytes copied per second, smoothed over the last polls.
+struct Rate {
+    last: Option<(i64, Instant)>,
+    per_second: Option<f64>,
+}
+
+impl Rate {
+    fn new(offset: i64) -> Rate {
+        Rate {
+            last: Some((offset, Instant::now())),
+            per_second: None,
+        }
+    }
+
+    fn update(&mut self, offset: i64, now: Instant) -> Option<f64> {
+        if let Some((before, at)) = self.last {
+            let secs = now.duration_since(at).as_secs_f64();
+            if secs > 0.0 {
+                let sample = (offset - before) as f64 / secs;
+                self.per_second = Some(match self.per_second {
+                    Some(r) => 0.7 * r + 0.3 * sample,
+                    None => sample,
+                });
+            }
+        }
+        self.last = Some((offset, now));
+        self.per_second
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rate_is_smoothed() {
+        let t0 = Instant::now();
+        let mut rate = Rate {
+            last: Some((0, t0)),
+            per_second: None,
+        };
+        assert_eq!(rate.update(100, t0 + Duration::from_secs(1)), Some(100.0));
+        let r = rate.update(300, t0 + Duration::from_secs(2)).unwrap();
+        assert!((r - 130.0).abs() < 1e-9, "{r}");
+    }
+}
