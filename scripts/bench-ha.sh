@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# Master/slave replication, Skiff pairs against Apache RocketMQ 5.3.3 pairs on this machine
+# (issue 11). Both brokers of a pair (and the name server) run on core 0, every load generator on
+# core 1, everything on 127.0.0.1:
+#
+#   - sends: `skiff bench produce` (16 producers, 1 KiB, synchronous) against a pair with
+#     SYNC_MASTER + SYNC_FLUSH (inSyncReplicas=2: a send waits for the slave and the disk) and
+#     against one with ASYNC_MASTER + ASYNC_FLUSH: TPS and latency percentiles;
+#   - catch-up: a slave that was stopped while its master took CATCHUP_MB of 16 KiB messages
+#     starts again; `skiff migrate replicate` times it until it holds the master's whole CommitLog.
+#     The master is Apache's in both runs: a Skiff slave and, for reference, an Apache slave.
+#
+#   scripts/bench-ha.sh                 full run (10 s warm-up + 60 s per send run, 4 GiB catch-up)
+#   scripts/bench-ha.sh --quick         smoke run (5 s + 10 s, 512 MiB)
+#
+# Settings (environment): WARMUP, DURATION (seconds), CATCHUP_MB, KINDS ("skiff apache": whose
+# pairs send, and whose slaves catch up), WORK (scratch directory),
+# APACHE_HEAP (each Apache broker's -Xms/-Xmx, 4g: two brokers share the machine), SKIFF_BIN.
+# Results: a key=value file and a Markdown table under WORK; paste the table into
+# docs/benchmarks.md ("Replication"). The stores are removed at the end (KEEP_STORES=1 keeps them).
+set -euo pipefail
+
+root="$(cd "$(dirname "$0")/.." && pwd)"
+quick=0
+[ "${1:-}" = "--quick" ] && quick=1
+if [ "$quick" = 1 ]; then
+    WARMUP="${WARMUP:-5}" DURATION="${DURATION:-10}" CATCHUP_MB="${CATCHUP_MB:-512}"
+else
+    WARMUP="${WARMUP:-10}" DURATION="${DURATION:-60}" CATCHUP_MB="${CATCHUP_MB:-4096}"
+fi
+WORK="${WORK:-${TMPDIR:-/tmp}/skiff-bench-ha}"
+APACHE_HEAP="${APACHE_HEAP:-4g}"
+KINDS="${KINDS:-skiff apache}"
+NAMESRV_PORT=29876
+MASTER_PORT=30911
+SLAVE_PORT=31911
+BROKER_CPU=0
+LOAD_CPU=1
+TOPIC=SkiffBench
+ns="127.0.0.1:$NAMESRV_PORT"
+skiff="${SKIFF_BIN:-$root/target/release/skiff}"
+report="$root/scripts/bench/report.py"
+results="$WORK/results.txt"
+
+log() { echo "[$(date +%T)] $*" >&2; }
+put() { echo "$1=$2" >>"$results"; }
+
+# stop, wait_line, jvm_opens, bench, phase_begin/phase_end.
+# shellcheck source=bench/brokers.sh
+source "$root/scripts/bench/brokers.sh"
+
+apache_jvm=(-server "-Xms$APACHE_HEAP" "-Xmx$APACHE_HEAP" -XX:+UseG1GC -XX:G1HeapRegionSize=16m
+    -XX:G1ReservePercent=25 -XX:InitiatingHeapOccupancyPercent=30 -XX:SoftRefLRUPolicyMSPerMB=0
+    -XX:-OmitStackTraceInFastThrow -XX:+AlwaysPreTouch -XX:MaxDirectMemorySize=8g)
+
+# broker_conf DIR NAME ID ROLE FLUSH PORT: a Java broker.conf both kinds read.
+broker_conf() {
+    local dir="$1" name="$2" id="$3" role="$4" flush="$5" port="$6"
+    cat >"$dir/$name.conf" <<EOF
+brokerClusterName=DefaultCluster
+brokerName=broker-a
+brokerId=$id
+brokerRole=$role
+inSyncReplicas=2
+listenPort=$port
+namesrvAddr=$ns
+brokerIP1=127.0.0.1
+brokerIP2=127.0.0.1
+storePathRootDir=$dir/store-$name
+storePathCommitLog=$dir/store-$name/commitlog
+autoCreateTopicEnable=true
+flushDiskType=$flush
+EOF
+}
+
+# run_broker KIND DIR NAME: starts one broker from DIR/NAME.conf on core 0; echoes its pid.
+run_broker() {
+    local kind="$1" dir="$2" name="$3" pid
+    rm -f "$dir/$name.stdout"
+    if [ "$kind" = skiff ]; then
+        taskset -c $BROKER_CPU "$skiff" --log-format json broker -c "$dir/$name.conf" \
+            >"$dir/$name.stdout" 2>"$dir/$name.stderr" &
+        pid=$!
+        wait_line "$dir/$name.stdout" "broker is ready" 600 "$pid" >&2 || return 1
+    else
+        local home="$dir/home-$name"
+        mkdir -p "$home"
+        (cd "$dir" && ROCKETMQ_HOME="$home" exec taskset -c $BROKER_CPU java "${apache_jvm[@]}" \
+            "${jvm_opens[@]}" -Duser.home="$home" -Drocketmq.home.dir="$home" \
+            -cp "$broker_cp" org.apache.rocketmq.broker.BrokerStartup -c "$dir/$name.conf" \
+            >"$dir/$name.stdout" 2>"$dir/$name.stderr") &
+        pid=$!
+        wait_line "$dir/$name.stdout" "boot success" 600 "$pid" >&2 || return 1
+    fi
+    echo "$pid"
+}
+
+# run_namesrv KIND DIR: echoes its pid.
+run_namesrv() {
+    local kind="$1" dir="$2" pid
+    if [ "$kind" = skiff ]; then
+        taskset -c $BROKER_CPU "$skiff" namesrv --listen "$ns" >"$dir/namesrv.stdout" 2>&1 &
+        pid=$!
+        wait_line "$dir/namesrv.stdout" "name server is ready" 120 "$pid" >&2 || return 1
+    else
+        echo "listenPort=$NAMESRV_PORT" >"$dir/namesrv.conf"
+        mkdir -p "$dir/home-namesrv"
+        (cd "$dir" && ROCKETMQ_HOME="$dir/home-namesrv" exec taskset -c $BROKER_CPU java -server -Xms1g -Xmx1g -XX:+UseG1GC \
+            "${jvm_opens[@]}" -Duser.home="$dir/namesrv-home" -cp "$broker_cp" \
+            org.apache.rocketmq.namesrv.NamesrvStartup -c "$dir/namesrv.conf" \
+            >"$dir/namesrv.stdout" 2>&1) &
+        pid=$!
+        wait_line "$dir/namesrv.stdout" "boot success" 120 "$pid" >&2 || return 1
+    fi
+    echo "$pid"
+}
+
+# wait_slave_registered: until the name server lists broker-a's brokerId 1 (up to 2 minutes).
+wait_slave_registered() {
+    for _ in $(seq 240); do
+        if "$skiff" admin -n "$ns" cluster --json 2>/dev/null | grep -q '"brokerId": 1'; then
+            return 0
+        fi
+        sleep 0.5
+    done
+    echo "the slave did not register within 2 minutes" >&2
+    return 1
+}
+
+# sends KIND ROLE FLUSH: a pair of KIND, then `skiff bench produce` against it.
+sends() {
+    local kind="$1" role="$2" flush="$3" key dir ns_pid master_pid slave_pid
+    key="$kind.$(echo "$role" | tr 'A-Z' 'a-z')"
+    dir="$WORK/$kind-$role"
+    rm -rf "$dir" && mkdir -p "$dir"
+    log "$key: $kind pair, $role + $flush"
+    broker_conf "$dir" master 0 "$role" "$flush" $MASTER_PORT
+    broker_conf "$dir" slave 1 SLAVE "$flush" $SLAVE_PORT
+    ns_pid=$(run_namesrv "$kind" "$dir")
+    master_pid=$(run_broker "$kind" "$dir" master)
+    slave_pid=$(run_broker "$kind" "$dir" slave)
+    pids+=("$ns_pid" "$master_pid" "$slave_pid")
+    wait_slave_registered
+    broker_pid=$master_pid
+    bench "$dir/check.out" both --messages 2000 --producers 4 --queues 8 ||
+        log "$key: the check failed (see $dir/check.out)"
+    put "$key.check" "$(grep '^SUMMARY verify' "$dir/check.out" | cut -d' ' -f3- || echo FAILED)"
+    phase_begin
+    bench "$dir/send.out" produce --producers 16 --size 1024 \
+        --warmup "${WARMUP}s" --duration "${DURATION}s" || true
+    phase_end "$key.send"
+    python3 "$report" skiff "$dir/send.out" produce "$key.send" >>"$results"
+    put "$key.master_rss_kb" "$(peak_rss_kb "$master_pid")"
+    put "$key.slave_rss_kb" "$(peak_rss_kb "$slave_pid")"
+    stop "$slave_pid"
+    stop "$master_pid"
+    stop "$ns_pid"
+}
+
+# catchup SLAVE_KIND: an Apache master, a SLAVE_KIND slave stopped while CATCHUP_MB arrive, then
+# started again and timed until it holds everything.
+catchup() {
+    local kind="$1" key="catchup.$1" dir="$WORK/catchup-$1" ns_pid master_pid slave_pid count
+    count=$((CATCHUP_MB * 1024 * 1024 / 16384))
+    rm -rf "$dir" && mkdir -p "$dir"
+    log "$key: Apache master, $kind slave, $CATCHUP_MB MiB backlog"
+    broker_conf "$dir" master 0 ASYNC_MASTER ASYNC_FLUSH $MASTER_PORT
+    broker_conf "$dir" slave 1 SLAVE ASYNC_FLUSH $SLAVE_PORT
+    ns_pid=$(run_namesrv apache "$dir")
+    master_pid=$(run_broker apache "$dir" master)
+    slave_pid=$(run_broker "$kind" "$dir" slave)
+    pids+=("$ns_pid" "$master_pid" "$slave_pid")
+    wait_slave_registered
+    stop "$slave_pid"
+    bench "$dir/fill.out" produce --messages "$count" --size 16384 --async --inflight 4 \
+        --producers 4 --queues 8 || true
+    python3 "$report" skiff "$dir/fill.out" produce "$key.fill" >>"$results"
+    slave_pid=$(run_broker "$kind" "$dir" slave)
+    pids+=("$slave_pid")
+    taskset -c $LOAD_CPU "$skiff" migrate -n "$ns" --json replicate --interval 100ms \
+        >"$dir/replicate.json" 2>"$dir/replicate.err" || log "$key: replicate failed (see $dir)"
+    python3 - "$dir/replicate.json" "$key" >>"$results" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+g = doc["groups"][0]
+print(f"{sys.argv[2]}.bytes={g['copiedBytes']}")
+print(f"{sys.argv[2]}.secs={g['seconds']:.3f}")
+print(f"{sys.argv[2]}.mb_per_s={g['copiedBytes'] / g['seconds'] / 1e6:.0f}")
+EOF
+    stop "$slave_pid"
+    stop "$master_pid"
+    stop "$ns_pid"
+}
+
+mkdir -p "$WORK"
+: >"$results"
+log "building skiff (release) and resolving Apache's classpath"
+[ -n "${SKIFF_BIN:-}" ] || (cd "$root" && cargo build --release --bin skiff -q)
+(cd "$root/compat-tests/java/broker" && mvn -q -B dependency:build-classpath -Drocketmq.version=5.3.3 \
+    -Dmdep.outputFile="$WORK/broker.cp") >&2
+broker_cp="$(cat "$WORK/broker.cp")"
+put "meta.date" "$(date -u '+%Y-%m-%d %H:%M UTC')"
+put "meta.skiff" "$(git -C "$root" describe --always --dirty)"
+put "meta.load_before" "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+for kind in $KINDS; do
+    sends "$kind" SYNC_MASTER SYNC_FLUSH
+    sends "$kind" ASYNC_MASTER ASYNC_FLUSH
+done
+for kind in $KINDS; do
+    catchup "$kind"
+done
+put "meta.load_after" "$(cut -d' ' -f1-3 /proc/loadavg)"
+
+python3 - "$results" >"$WORK/results.md" <<'EOF'
+import sys
+r = dict(line.rstrip("\n").split("=", 1) for line in open(sys.argv[1]) if "=" in line)
+def g(k, d="-"): return r.get(k, d)
+print(f"Run of {g('meta.date')} (skiff {g('meta.skiff')}; load {g('meta.load_before')} before, {g('meta.load_after')} after).\n")
+print("| pair | master role, flush | send TPS | p50 ms | p99 ms | p99.9 ms | master CPU (cores) |")
+print("|---|---|---|---|---|---|---|")
+for kind in ("skiff", "apache"):
+    for role, flush in (("sync_master", "SYNC_MASTER + SYNC_FLUSH"), ("async_master", "ASYNC_MASTER + ASYNC_FLUSH")):
+        k = f"{kind}.{role}.send"
+        print(f"| {kind} | {flush} | {g(k + '.tps')} | {g(k + '.p50_ms')} | {g(k + '.p99_ms')} | {g(k + '.p999_ms')} | {g(k + '.broker_cpu')} |")
+for role in ("sync_master", "async_master"):
+    try:
+        ratio = float(g(f"skiff.{role}.send.tps")) / float(g(f"apache.{role}.send.tps"))
+        print(f"\n{role}: Skiff / Apache send TPS = {ratio:.2f}", end="")
+    except ValueError:
+        pass
+print("\n\n| catch-up (Apache master) | backlog | seconds | MB/s |")
+print("|---|---|---|---|")
+for kind in ("skiff", "apache"):
+    k = f"catchup.{kind}"
+    print(f"| {kind} slave | {int(g(k + '.bytes', '0')) / 2**20:.0f} MiB | {g(k + '.secs')} | {g(k + '.mb_per_s')} |")
+EOF
+cat "$WORK/results.md"
+if [ -z "${KEEP_STORES:-}" ]; then
+    rm -rf "$WORK"/*/store-*
+    log "broker stores removed (KEEP_STORES=1 keeps them)"
+fi
