@@ -710,6 +710,13 @@ pub(super) fn decode_reply(
                 data_version: wrapper.data_version,
             }
         }
+        // A slave compares its master's settings (`mappedFileSizeCommitLog`) before replicating.
+        AdminCommand::GetBrokerConfig => AdminReply::Config {
+            properties: parse_properties(&String::from_utf8_lossy(&response.body.to_bytes())),
+            data_version: response
+                .ext("version")
+                .and_then(|json| serde_json::from_str(json).ok()),
+        },
         _ => return Ok(None),
     }))
 }
@@ -1128,6 +1135,41 @@ fn escape_property(value: &str) -> String {
     out
 }
 
+/// `key=value` lines as `Properties.load` reads them (`:` also separates; `#` and `!` start
+/// comments), undoing [`escape_property`]; Java's own unescaped values come through as written.
+fn parse_properties(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim_start)
+        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with('!'))
+        .map(|line| {
+            let (key, value) = line.split_once(['=', ':']).unwrap_or((line, ""));
+            (
+                key.trim_end().to_string(),
+                unescape_property(value.trim_start()),
+            )
+        })
+        .collect()
+}
+
+fn unescape_property(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1438,7 +1480,7 @@ mod tests {
             ],
             data_version: Some(Default::default()),
         });
-        let cmd = encode_any_reply(&req, reply);
+        let cmd = encode_any_reply(&req, reply.clone());
         assert_eq!(
             &cmd.body.to_bytes()[..],
             b"brokerName=broker-a\nstorePathRootDir=C:\\\\store\\nx\n"
@@ -1446,6 +1488,23 @@ mod tests {
         assert_eq!(
             cmd.ext("version"),
             Some("{\"counter\":0,\"stateVersion\":0,\"timestamp\":0}")
+        );
+        // A slave reads its master's settings back.
+        let get = Request::Admin(AdminCommand::GetBrokerConfig);
+        assert_eq!(decode_reply(&get, &cmd).unwrap(), reply);
+        // Java's `MixAll.properties2String` writes values unescaped and no version.
+        let mut java = RemotingCommand::response(0, 0);
+        java.body =
+            Body::from(b"brokerName = broker-a\n#x\nmappedFileSizeCommitLog=1073741824\n".to_vec());
+        assert_eq!(
+            decode_reply(&get, &java).unwrap(),
+            Reply::Admin(AdminReply::Config {
+                properties: vec![
+                    ("brokerName".into(), "broker-a".into()),
+                    ("mappedFileSizeCommitLog".into(), "1073741824".into()),
+                ],
+                data_version: None,
+            })
         );
 
         let req = request(code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, &[]);
