@@ -636,6 +636,8 @@ impl Broker {
             let master = ha::client::MasterSource {
                 fixed: state.config.ha_master_address.clone(),
                 announced: state.name_servers.master(),
+                tls: state.config.tls.client_uses_tls(state.config.use_tls),
+                credentials: state.name_servers.credentials(),
             };
             background.push(tokio::spawn(ha::client::run(
                 store.clone(),

@@ -2,26 +2,37 @@
 //! (`haMasterAddress`, else the `haServerAddr` the name servers answer), report the CommitLog end,
 //! append what the master streams, and reconnect every 5 s when the link drops, as Java's
 //! `DefaultHAClient` does.
+//!
+//! Before each connect, unlike Java, it asks the master's remoting port (`masterAddr`) whether
+//! the master's CommitLog continues this slave's ([`divergence`](super::divergence)), and does not
+//! stream while it does not; the question is asked again at every reconnect, so an operator's fix
+//! is picked up.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use skiff_model::admin::{AdminCommand, AdminReply};
+use skiff_model::command::{ErrorKind, Reply, Request};
 use skiff_model::route::RegistrationResult;
 use skiff_store::MessageStore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
+use super::divergence::{self, MasterRecord, Refusal};
 use super::slave::{SlaveCore, SlaveOut};
 use super::{CloseReason, HaTimings};
 use crate::broker::now_millis;
+use crate::remoting_client::RemotingClient;
 
 /// Java's wait before connecting again (`DefaultHAClient.closeMasterAndWait`).
 const RECONNECT_DELAY: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Java's timeout for a slave's remoting calls to its master (`SlaveSynchronize`).
+const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// A Skiff slave accepts frames up to this size (a Java master sends 32 KiB).
 const MAX_FRAME_BODY: usize = 16 * 1024 * 1024;
 
@@ -31,14 +42,30 @@ pub(crate) struct MasterSource {
     pub(crate) fixed: Option<String>,
     /// The name servers' answers to the slave's registrations.
     pub(crate) announced: watch::Receiver<RegistrationResult>,
+    /// Whether the master's remoting port speaks TLS (for the checks before streaming).
+    pub(crate) tls: bool,
+    /// `innerClientAuthenticationCredentials`, for a master with ACL.
+    pub(crate) credentials: Option<Arc<crate::acl::Credentials>>,
 }
 
 impl MasterSource {
-    fn current(&mut self) -> Option<String> {
-        self.fixed
+    /// The master's HA address and, when the name servers named it, its remoting address.
+    fn current(&mut self) -> Option<(String, Option<String>)> {
+        let announced = self.announced.borrow_and_update();
+        let ha = self
+            .fixed
             .clone()
-            .or_else(|| self.announced.borrow_and_update().ha_server_addr.clone())
+            .or_else(|| announced.ha_server_addr.clone())?;
+        Some((ha, announced.master_addr.clone()))
     }
+}
+
+/// Why the slave does not stream this time.
+enum NotYet {
+    /// The master's CommitLog does not continue this slave's.
+    Refused(Refusal),
+    /// The master could not be asked.
+    Unchecked(String),
 }
 
 /// Replicates from the master until `shutdown`.
@@ -49,8 +76,10 @@ pub(crate) async fn run(
     shutdown: CancellationToken,
 ) {
     let mut core = SlaveCore::new(timings, store.commit_log_segment_size(), MAX_FRAME_BODY);
+    // The refusal last logged as an error: the same one, every 5 s, is only repeated in debug.
+    let mut refused: Option<Refusal> = None;
     loop {
-        let Some(addr) = master.current() else {
+        let Some((addr, remoting_addr)) = master.current() else {
             // No master registered yet: wait for the name servers to name one.
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -59,6 +88,33 @@ pub(crate) async fn run(
             }
             continue;
         };
+        match &remoting_addr {
+            Some(remoting_addr) => match check_master(&store, remoting_addr, &master).await {
+                Ok(()) => refused = None,
+                Err(NotYet::Refused(refusal)) => {
+                    if refused.as_ref() != Some(&refusal) {
+                        error!(master = %remoting_addr, ha_master = %addr, %refusal, "replication refused: the slave does not stream from this master; checked again every 5 s");
+                    } else {
+                        debug!(master = %remoting_addr, %refusal, "replication still refused");
+                    }
+                    refused = Some(refusal);
+                    if pause(&shutdown).await {
+                        return;
+                    }
+                    continue;
+                }
+                Err(NotYet::Unchecked(err)) => {
+                    warn!(master = %remoting_addr, ha_master = %addr, %err, "cannot check that the master's CommitLog continues this slave's; not streaming, retrying in 5 s");
+                    if pause(&shutdown).await {
+                        return;
+                    }
+                    continue;
+                }
+            },
+            None => {
+                warn!(ha_master = %addr, "the master's remoting address (masterAddr) is not known yet (haMasterAddress is set and no name server answered one): streaming without checking that the master's CommitLog continues this slave's")
+            }
+        }
         let connected = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&addr)).await;
         let stream = match connected {
             Ok(Ok(stream)) => stream,
@@ -95,6 +151,77 @@ pub(crate) async fn run(
             return;
         }
     }
+}
+
+/// Asks the master at `remoting_addr` whether its CommitLog continues this slave's: the same
+/// segment size, and on a non-empty store the same bytes at the offset of our last record.
+async fn check_master(
+    store: &Arc<MessageStore>,
+    remoting_addr: &str,
+    source: &MasterSource,
+) -> Result<(), NotYet> {
+    let client = RemotingClient::connect_with(remoting_addr, CALL_TIMEOUT, source.tls)
+        .await
+        .map_err(|err| NotYet::Unchecked(err.to_string()))?
+        .signed_by(source.credentials.clone());
+    let config = client
+        .invoke(&Request::Admin(AdminCommand::GetBrokerConfig), CALL_TIMEOUT)
+        .await;
+    match config {
+        Ok(Reply::Admin(AdminReply::Config { properties, .. })) => {
+            match divergence::master_segment_size(&properties) {
+                Some(theirs) => {
+                    divergence::check_segment_size(store.commit_log_segment_size(), theirs)
+                        .map_err(NotYet::Refused)?
+                }
+                // Not a reason to stop: the slave's core still refuses a blank that does not
+                // end where its segment ends.
+                None => warn!(
+                    master = %remoting_addr,
+                    "the master's configuration does not show {}: segment sizes not compared",
+                    divergence::SEGMENT_SIZE_KEY
+                ),
+            }
+        }
+        // An answer, if a refusal (ACL): the same as a master that does not say.
+        Ok(Reply::Error(err)) => warn!(
+            master = %remoting_addr,
+            "the master refused GET_BROKER_CONFIG ({}): segment sizes not compared",
+            err.message
+        ),
+        Ok(other) => return Err(NotYet::Unchecked(format!("GET_BROKER_CONFIG: {other:?}"))),
+        Err(err) => return Err(NotYet::Unchecked(format!("GET_BROKER_CONFIG: {err}"))),
+    }
+    let ours = {
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || {
+            store
+                .last_record()
+                .map(|last| (last, store.commit_log_max_offset()))
+        })
+        .await
+        .map_err(|err| NotYet::Unchecked(err.to_string()))?
+    };
+    // An empty store has nothing to compare: the master's first transfer places it.
+    let Some(((offset, record), end)) = ours else {
+        return Ok(());
+    };
+    let theirs = client
+        .invoke(
+            &Request::ViewMessage {
+                commit_log_offset: offset,
+            },
+            CALL_TIMEOUT,
+        )
+        .await;
+    let theirs = match &theirs {
+        Ok(Reply::Message(bytes)) => MasterRecord::Found(bytes),
+        // Java's (and Skiff's) "can not find message by the offset".
+        Ok(Reply::Error(err)) if err.kind == ErrorKind::SystemError => MasterRecord::Missing,
+        Ok(other) => return Err(NotYet::Unchecked(format!("VIEW_MESSAGE_BY_ID: {other:?}"))),
+        Err(err) => return Err(NotYet::Unchecked(format!("VIEW_MESSAGE_BY_ID: {err}"))),
+    };
+    divergence::check_last_record((offset, &record), end, theirs).map_err(NotYet::Refused)
 }
 
 /// Waits [`RECONNECT_DELAY`]; whether the broker is shutting down.

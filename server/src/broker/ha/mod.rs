@@ -14,6 +14,7 @@
 
 pub(crate) mod acks;
 pub(crate) mod client;
+pub(crate) mod divergence;
 pub mod master;
 pub(crate) mod service;
 pub mod slave;
