@@ -3,7 +3,7 @@
 //! server (`haServerAddr`), copies its CommitLog byte for byte, serves reads
 //! (`slaveReadEnable`), refuses writes, and syncs topics, groups and consumer offsets. A slave
 //! whose CommitLog the master does not continue (ahead, diverged, other segment size) refuses to
-//! stream and keeps its files.
+//! stream and keeps its files. GET_BROKER_HA_STATUS shows both sides.
 
 mod common;
 
@@ -21,6 +21,7 @@ use skiff_model::command::{
 use skiff_model::message::{Message, Properties};
 use skiff_model::record::Record;
 use skiff_model::route::TopicConfig;
+use skiff_protocol::remoting::RemotingCommand;
 use skiff_server::broker::Broker;
 use skiff_server::config::{BrokerConfig, BrokerRole};
 use skiff_server::remoting_client::RemotingClient;
@@ -83,6 +84,16 @@ async fn commit_log_max_offset(client: &RemotingClient) -> i64 {
         Ok(Reply::KeyValues(table)) => table["commitLogMaxOffset"].parse().unwrap(),
         other => panic!("no runtime info: {other:?}"),
     }
+}
+
+/// GET_BROKER_HA_STATUS's body, the JSON `mqadmin haStatus` reads.
+async fn ha_status(client: &RemotingClient) -> serde_json::Value {
+    let response = client
+        .invoke_frame(RemotingCommand::request(907, 0), TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(response.code, 0);
+    serde_json::from_slice(&response.body.to_bytes()).unwrap()
 }
 
 /// Waits until the slave holds as much CommitLog as the master.
@@ -207,6 +218,50 @@ async fn a_skiff_slave_copies_its_master_and_serves_reads() {
         commit_log(slave_dir.path(), end),
         commit_log(cluster.store_dir(), end),
         "the slave's CommitLog is the master's, byte for byte"
+    );
+
+    // GET_BROKER_HA_STATUS: the master lists the slave with its acknowledged offset; the slave
+    // shows its client.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let connection = loop {
+        let status = ha_status(&master).await;
+        assert_eq!(status["master"], true, "{status}");
+        assert_eq!(status["masterCommitLogMaxOffset"], end, "{status}");
+        let connections = status["haConnectionInfo"].as_array().unwrap().clone();
+        assert_eq!(connections.len(), 1, "{status}");
+        if connections[0]["slaveAckOffset"] == end {
+            assert_eq!(status["inSyncSlaveNums"], 1, "{status}");
+            break connections[0].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slave never acknowledged {end}: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(connection["diff"], 0, "{connection}");
+    assert_eq!(connection["inSync"], true, "{connection}");
+    assert_eq!(connection["transferFromWhere"], end, "{connection}");
+    assert!(connection["addr"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+    let status = ha_status(&to_slave).await;
+    assert_eq!(status["master"], false, "{status}");
+    assert_eq!(
+        status["haConnectionInfo"],
+        serde_json::json!([]),
+        "{status}"
+    );
+    let ha_client = &status["haClientRuntimeInfo"];
+    assert_eq!(ha_client["maxOffset"], end, "{status}");
+    assert!(ha_client["masterAddr"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+    assert!(
+        ha_client["lastReadTimestamp"].as_i64().unwrap() > 0,
+        "{status}"
     );
 
     // Reads from the slave: same queue offsets, same bodies.

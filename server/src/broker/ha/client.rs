@@ -7,12 +7,16 @@
 //! the master's CommitLog continues this slave's ([`divergence`](super::divergence)), and does not
 //! stream while it does not; the question is asked again at every reconnect, so an operator's fix
 //! is picked up.
+//!
+//! What GET_BROKER_HA_STATUS shows of the client (`HAClientRuntimeInfo`) is kept in
+//! [`ClientStatus`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
-use skiff_model::admin::{AdminCommand, AdminReply};
+use parking_lot::Mutex;
+use skiff_model::admin::{AdminCommand, AdminReply, HaClientStatus};
 use skiff_model::command::{ErrorKind, Reply, Request};
 use skiff_model::route::RegistrationResult;
 use skiff_store::MessageStore;
@@ -24,7 +28,7 @@ use tracing::{debug, error, info, warn};
 
 use super::divergence::{self, MasterRecord, Refusal};
 use super::slave::{SlaveCore, SlaveOut};
-use super::{CloseReason, HaTimings};
+use super::{ByteRate, CloseReason, HaTimings};
 use crate::broker::now_millis;
 use crate::remoting_client::RemotingClient;
 
@@ -60,6 +64,41 @@ impl MasterSource {
     }
 }
 
+/// The client as GET_BROKER_HA_STATUS shows it: the master's HA address in use, when bytes
+/// last came and when a report last went, and bytes read per second.
+#[derive(Default)]
+pub(crate) struct ClientStatus(Mutex<ClientState>);
+
+#[derive(Default)]
+struct ClientState {
+    master_addr: Option<String>,
+    last_read_ms: i64,
+    last_write_ms: i64,
+    received: ByteRate,
+}
+
+impl ClientStatus {
+    /// Java's `HAClientRuntimeInfo` for a slave whose CommitLog ends at `max_offset`.
+    pub(crate) fn snapshot(&self, max_offset: i64, now_ms: i64) -> HaClientStatus {
+        let state = self.0.lock();
+        HaClientStatus {
+            master_addr: state.master_addr.clone(),
+            transferred_bytes_per_second: state.received.per_second(now_ms),
+            max_offset,
+            last_read_timestamp: state.last_read_ms,
+            last_write_timestamp: state.last_write_ms,
+            // Java's `masterFlushedOffset` is kept for controller mode only.
+            master_flush_offset: 0,
+        }
+    }
+
+    fn read(&self, bytes: usize, now_ms: i64) {
+        let mut state = self.0.lock();
+        state.last_read_ms = now_ms;
+        state.received.add(bytes, now_ms);
+    }
+}
+
 /// Why the slave does not stream this time.
 enum NotYet {
     /// The master's CommitLog does not continue this slave's.
@@ -73,8 +112,15 @@ pub(crate) async fn run(
     store: Arc<MessageStore>,
     mut master: MasterSource,
     timings: HaTimings,
+    status: Arc<ClientStatus>,
     shutdown: CancellationToken,
 ) {
+    {
+        // Java's client starts both clocks when it is made.
+        let mut state = status.0.lock();
+        state.last_read_ms = now_millis();
+        state.last_write_ms = state.last_read_ms;
+    }
     let mut core = SlaveCore::new(timings, store.commit_log_segment_size(), MAX_FRAME_BODY);
     // The refusal last logged as an error: the same one, every 5 s, is only repeated in debug.
     let mut refused: Option<Refusal> = None;
@@ -88,6 +134,7 @@ pub(crate) async fn run(
             }
             continue;
         };
+        status.0.lock().master_addr = Some(addr.clone());
         match &remoting_addr {
             Some(remoting_addr) => match check_master(&store, remoting_addr, &master).await {
                 Ok(()) => refused = None,
@@ -136,7 +183,7 @@ pub(crate) async fn run(
         let _ = stream.set_nodelay(true);
         let start = store.commit_log_max_offset();
         info!(master = %addr, from = start, "replicating from the master");
-        let reason = replicate(stream, &store, &mut core, &shutdown).await;
+        let reason = replicate(stream, &store, &mut core, &status, &shutdown).await;
         let held = store.commit_log_max_offset();
         match &reason {
             CloseReason::Eof if shutdown.is_cancelled() => return,
@@ -237,6 +284,7 @@ async fn replicate(
     mut stream: TcpStream,
     store: &Arc<MessageStore>,
     core: &mut SlaveCore,
+    status: &ClientStatus,
     shutdown: &CancellationToken,
 ) -> CloseReason {
     core.on_connected(store.commit_log_max_offset(), now_millis());
@@ -251,6 +299,7 @@ async fn replicate(
                     if let Err(err) = stream.write_all(&report).await {
                         return CloseReason::Io(err.to_string());
                     }
+                    status.0.lock().last_write_ms = now_millis();
                 }
                 SlaveOut::Append { offset, bytes } => {
                     let store = store.clone();
@@ -277,7 +326,11 @@ async fn replicate(
             _ = ticks.tick() => core.tick(now_millis()),
             read = stream.read_buf(&mut buf) => match read {
                 Ok(0) => core.on_eof(),
-                Ok(_) => core.on_bytes(&mut buf, now_millis()),
+                Ok(n) => {
+                    let now = now_millis();
+                    status.read(n, now);
+                    core.on_bytes(&mut buf, now);
+                }
                 Err(err) => return CloseReason::Io(err.to_string()),
             },
         }

@@ -62,6 +62,41 @@ impl Default for HaTimings {
     }
 }
 
+/// Bytes moved per second as Java's `FlowMonitor` shows them (`transferredByteInSecond`): the
+/// count of the last whole second, for GET_BROKER_HA_STATUS.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ByteRate {
+    /// The second (epoch s) `this_second` counts.
+    second: i64,
+    this_second: i64,
+    last_second: i64,
+}
+
+impl ByteRate {
+    pub(crate) fn add(&mut self, bytes: usize, now_ms: i64) {
+        let second = now_ms.div_euclid(1000);
+        if second != self.second {
+            self.last_second = if second == self.second + 1 {
+                self.this_second
+            } else {
+                0
+            };
+            self.this_second = 0;
+            self.second = second;
+        }
+        self.this_second += bytes as i64;
+    }
+
+    /// The bytes counted in the whole second before `now_ms`'s.
+    pub(crate) fn per_second(&self, now_ms: i64) -> i64 {
+        match now_ms.div_euclid(1000) - self.second {
+            0 => self.last_second,
+            1 => self.this_second,
+            _ => 0,
+        }
+    }
+}
+
 /// Why a core closed its connection. The shell logs it (with the peer's address) and drops the
 /// socket; a slave reconnects.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,5 +180,25 @@ impl fmt::Display for CloseReason {
                  set the same mappedFileSizeCommitLog on both brokers"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ByteRate;
+
+    #[test]
+    fn the_rate_is_the_last_whole_seconds_count() {
+        let mut rate = ByteRate::default();
+        rate.add(100, 5_000);
+        rate.add(50, 5_999);
+        assert_eq!(rate.per_second(5_999), 0, "second 5 is not over");
+        assert_eq!(rate.per_second(6_000), 150);
+        rate.add(7, 6_500);
+        assert_eq!(rate.per_second(6_900), 150);
+        assert_eq!(rate.per_second(7_000), 7);
+        assert_eq!(rate.per_second(8_000), 0, "nothing in second 7");
+        rate.add(1, 9_000);
+        assert_eq!(rate.per_second(9_000), 0, "a gap of seconds counts nothing");
     }
 }
