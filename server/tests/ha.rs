@@ -497,3 +497,34 @@ async fn a_slave_refuses_a_master_with_another_segment_size() {
     slave.shutdown().await;
     cluster.stop().await;
 }
+
+/// With `haTransferFromMinOffset` an empty slave copies its master's whole CommitLog, not only
+/// the last segment a master sends a slave that reports 0 (Java's rule).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_slave_with_ha_transfer_from_min_offset_copies_the_whole_log() {
+    let cluster = Cluster::start(async_master_config).await;
+    let master = cluster.broker_client().await;
+    // About 660 KB: three segments of 256 KiB.
+    send_many(&master, 300, b'h').await;
+    let slave_dir = tempfile::tempdir().unwrap();
+    let mut config = slave_config(&cluster, slave_dir.path());
+    config.ha_transfer_from_min_offset = true;
+    let slave = Broker::start(config).await.unwrap();
+    let to_slave = client(&slave).await;
+    let end = caught_up(&master, &to_slave).await;
+    assert!(end > 2 * 256 * 1024);
+    match to_slave
+        .invoke(&Request::GetBrokerRuntimeInfo, TIMEOUT)
+        .await
+    {
+        Ok(Reply::KeyValues(table)) => assert_eq!(table["commitLogMinOffset"], "0"),
+        other => panic!("no runtime info: {other:?}"),
+    }
+    assert!(
+        commit_log(slave_dir.path(), end) == commit_log(cluster.store_dir(), end),
+        "the slave's CommitLog is the master's from 0"
+    );
+
+    slave.shutdown().await;
+    cluster.stop().await;
+}

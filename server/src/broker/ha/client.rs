@@ -6,7 +6,8 @@
 //! Before each connect, unlike Java, it asks the master's remoting port (`masterAddr`) whether
 //! the master's CommitLog continues this slave's ([`divergence`](super::divergence)), and does not
 //! stream while it does not; the question is asked again at every reconnect, so an operator's fix
-//! is picked up.
+//! is picked up. With `haTransferFromMinOffset` an empty store first takes the master's oldest
+//! record, so that it copies the whole CommitLog rather than a Java master's last segment.
 //!
 //! What GET_BROKER_HA_STATUS shows of the client (`HAClientRuntimeInfo`) is kept in
 //! [`ClientStatus`].
@@ -121,6 +122,7 @@ pub(crate) async fn run(
         state.last_read_ms = now_millis();
         state.last_write_ms = state.last_read_ms;
     }
+    let from_oldest = timings.transfer_from_min_offset;
     let mut core = SlaveCore::new(timings, store.commit_log_segment_size(), MAX_FRAME_BODY);
     // The refusal last logged as an error: the same one, every 5 s, is only repeated in debug.
     let mut refused: Option<Refusal> = None;
@@ -136,28 +138,30 @@ pub(crate) async fn run(
         };
         status.0.lock().master_addr = Some(addr.clone());
         match &remoting_addr {
-            Some(remoting_addr) => match check_master(&store, remoting_addr, &master).await {
-                Ok(()) => refused = None,
-                Err(NotYet::Refused(refusal)) => {
-                    if refused.as_ref() != Some(&refusal) {
-                        error!(master = %remoting_addr, ha_master = %addr, %refusal, "replication refused: the slave does not stream from this master; checked again every 5 s");
-                    } else {
-                        debug!(master = %remoting_addr, %refusal, "replication still refused");
+            Some(remoting_addr) => {
+                match check_master(&store, remoting_addr, &master, from_oldest).await {
+                    Ok(()) => refused = None,
+                    Err(NotYet::Refused(refusal)) => {
+                        if refused.as_ref() != Some(&refusal) {
+                            error!(master = %remoting_addr, ha_master = %addr, %refusal, "replication refused: the slave does not stream from this master; checked again every 5 s");
+                        } else {
+                            debug!(master = %remoting_addr, %refusal, "replication still refused");
+                        }
+                        refused = Some(refusal);
+                        if pause(&shutdown).await {
+                            return;
+                        }
+                        continue;
                     }
-                    refused = Some(refusal);
-                    if pause(&shutdown).await {
-                        return;
+                    Err(NotYet::Unchecked(err)) => {
+                        warn!(master = %remoting_addr, ha_master = %addr, %err, "cannot check that the master's CommitLog continues this slave's; not streaming, retrying in 5 s");
+                        if pause(&shutdown).await {
+                            return;
+                        }
+                        continue;
                     }
-                    continue;
                 }
-                Err(NotYet::Unchecked(err)) => {
-                    warn!(master = %remoting_addr, ha_master = %addr, %err, "cannot check that the master's CommitLog continues this slave's; not streaming, retrying in 5 s");
-                    if pause(&shutdown).await {
-                        return;
-                    }
-                    continue;
-                }
-            },
+            }
             None => {
                 warn!(ha_master = %addr, "the master's remoting address (masterAddr) is not known yet (haMasterAddress is set and no name server answered one): streaming without checking that the master's CommitLog continues this slave's")
             }
@@ -201,11 +205,13 @@ pub(crate) async fn run(
 }
 
 /// Asks the master at `remoting_addr` whether its CommitLog continues this slave's: the same
-/// segment size, and on a non-empty store the same bytes at the offset of our last record.
+/// segment size, and on a non-empty store the same bytes at the offset of our last record. An
+/// empty store with `from_oldest` then starts with the master's oldest record.
 async fn check_master(
     store: &Arc<MessageStore>,
     remoting_addr: &str,
     source: &MasterSource,
+    from_oldest: bool,
 ) -> Result<(), NotYet> {
     let client = RemotingClient::connect_with(remoting_addr, CALL_TIMEOUT, source.tls)
         .await
@@ -239,36 +245,86 @@ async fn check_master(
         Ok(other) => return Err(NotYet::Unchecked(format!("GET_BROKER_CONFIG: {other:?}"))),
         Err(err) => return Err(NotYet::Unchecked(format!("GET_BROKER_CONFIG: {err}"))),
     }
-    let ours = {
+    let (ours, end) = {
         let store = store.clone();
-        tokio::task::spawn_blocking(move || {
-            store
-                .last_record()
-                .map(|last| (last, store.commit_log_max_offset()))
-        })
-        .await
-        .map_err(|err| NotYet::Unchecked(err.to_string()))?
+        tokio::task::spawn_blocking(move || (store.last_record(), store.commit_log_max_offset()))
+            .await
+            .map_err(|err| NotYet::Unchecked(err.to_string()))?
     };
-    // An empty store has nothing to compare: the master's first transfer places it.
-    let Some(((offset, record), end)) = ours else {
+    let Some((offset, record)) = ours else {
+        // An empty store has nothing to compare: the master's first transfer places it, or
+        // with `haTransferFromMinOffset` the master's oldest record does.
+        if from_oldest && end == 0 {
+            return start_from_oldest(store, &client, remoting_addr).await;
+        }
         return Ok(());
     };
-    let theirs = client
-        .invoke(
-            &Request::ViewMessage {
-                commit_log_offset: offset,
-            },
-            CALL_TIMEOUT,
-        )
-        .await;
+    let theirs = view_message(&client, offset).await?;
     let theirs = match &theirs {
-        Ok(Reply::Message(bytes)) => MasterRecord::Found(bytes),
-        // Java's (and Skiff's) "can not find message by the offset".
-        Ok(Reply::Error(err)) if err.kind == ErrorKind::SystemError => MasterRecord::Missing,
-        Ok(other) => return Err(NotYet::Unchecked(format!("VIEW_MESSAGE_BY_ID: {other:?}"))),
-        Err(err) => return Err(NotYet::Unchecked(format!("VIEW_MESSAGE_BY_ID: {err}"))),
+        Some(bytes) => MasterRecord::Found(bytes),
+        None => MasterRecord::Missing,
     };
     divergence::check_last_record((offset, &record), end, theirs).map_err(NotYet::Refused)
+}
+
+/// `haTransferFromMinOffset` on a slave: an empty store first takes the master's oldest record
+/// (GET_BROKER_RUNTIME_INFO's `commitLogMinOffset`, a segment start), so that its first report
+/// asks for what follows. Reporting 0 instead would get a Java master's last segment only.
+async fn start_from_oldest(
+    store: &Arc<MessageStore>,
+    client: &RemotingClient,
+    remoting_addr: &str,
+) -> Result<(), NotYet> {
+    let oldest = match client
+        .invoke(&Request::GetBrokerRuntimeInfo, CALL_TIMEOUT)
+        .await
+    {
+        Ok(Reply::KeyValues(table)) => table
+            .get("commitLogMinOffset")
+            .and_then(|value| value.parse::<i64>().ok()),
+        Ok(other) => {
+            return Err(NotYet::Unchecked(format!(
+                "GET_BROKER_RUNTIME_INFO: {other:?}"
+            )))
+        }
+        Err(err) => return Err(NotYet::Unchecked(format!("GET_BROKER_RUNTIME_INFO: {err}"))),
+    };
+    // -1 (no segment) or nothing said: the master's first transfer places the store.
+    let Some(oldest) = oldest.filter(|offset| *offset >= 0) else {
+        return Ok(());
+    };
+    let Some(record) = view_message(client, oldest).await? else {
+        return Ok(()); // an empty master: it starts at 0 anyway
+    };
+    let store = store.clone();
+    match tokio::task::spawn_blocking(move || store.append_replicated(oldest, &record)).await {
+        Ok(Ok(end)) => {
+            info!(master = %remoting_addr, from = oldest, end, "copying the master's whole CommitLog (haTransferFromMinOffset)");
+            Ok(())
+        }
+        Ok(Err(err)) => Err(NotYet::Unchecked(format!(
+            "the master's oldest record at {oldest} does not fit this store: {err}"
+        ))),
+        Err(err) => Err(NotYet::Unchecked(err.to_string())),
+    }
+}
+
+/// VIEW_MESSAGE_BY_ID: the master's stored bytes at `offset`, `None` when it holds no record
+/// there.
+async fn view_message(
+    client: &RemotingClient,
+    offset: i64,
+) -> Result<Option<bytes::Bytes>, NotYet> {
+    let request = Request::ViewMessage {
+        commit_log_offset: offset,
+    };
+    match client.invoke(&request, CALL_TIMEOUT).await {
+        Ok(Reply::Message(bytes)) => Ok(Some(bytes)),
+        // Java's (and Skiff's) "can not find message by the offset".
+        Ok(Reply::Error(err)) if err.kind == ErrorKind::SystemError => Ok(None),
+        Ok(other) => Err(NotYet::Unchecked(format!("VIEW_MESSAGE_BY_ID: {other:?}"))),
+        Err(err) => Err(NotYet::Unchecked(format!("VIEW_MESSAGE_BY_ID: {err}"))),
+    }
 }
 
 /// Waits [`RECONNECT_DELAY`]; whether the broker is shutting down.

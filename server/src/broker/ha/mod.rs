@@ -33,8 +33,9 @@ pub struct HaTimings {
     pub housekeeping_interval_ms: i64,
     /// `haTransferBatchSize` (32 KiB): the largest body the master sends in one frame.
     pub transfer_batch_size: usize,
-    /// Skiff-only `haTransferFromMinOffset` (false): a slave reporting 0 gets the master's whole
-    /// CommitLog instead of only its last segment.
+    /// Skiff-only `haTransferFromMinOffset` (false): on a master, a slave reporting 0 gets the
+    /// master's whole CommitLog instead of only its last segment; on a slave, an empty store
+    /// copies its master's whole CommitLog, whatever the master (Java's included).
     pub transfer_from_min_offset: bool,
 }
 
