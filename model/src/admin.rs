@@ -479,13 +479,51 @@ pub struct StatsWindow {
     pub avgpt: f64,
 }
 
-/// `HARuntimeInfo` of a master (Skiff does not replicate yet: a master without slaves).
+/// Replication status (`HARuntimeInfo`): a master's slave connections, or a slave's client.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HaStatus {
     pub master: bool,
-    /// The CommitLog's max physical offset.
+    /// The CommitLog's max physical offset (0 on a slave).
     pub master_commit_log_max_offset: i64,
+    /// Connections whose slave is less than `haMaxGapNotInSync` behind.
     pub in_sync_slave_nums: i32,
+    /// A master's slave connections, oldest first (empty on a slave).
+    pub connections: Vec<HaConnectionStatus>,
+    /// A slave's replication client (all zero on a master).
+    pub client: HaClientStatus,
+}
+
+/// One slave connection on a master (`HAConnectionRuntimeInfo`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HaConnectionStatus {
+    /// The slave's `host:port` as the master sees the connection.
+    pub addr: String,
+    /// The slave's last report, -1 before the first.
+    pub slave_ack_offset: i64,
+    /// The master's CommitLog end minus `slave_ack_offset`.
+    pub diff: i64,
+    pub in_sync: bool,
+    /// Bytes sent to the slave in the last whole second.
+    pub transferred_bytes_per_second: i64,
+    /// The next offset to send, -1 before the slave's first report.
+    pub transfer_from_where: i64,
+}
+
+/// A slave's replication client (`HAClientRuntimeInfo`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HaClientStatus {
+    /// The master's HA address in use (`None` while none is known).
+    pub master_addr: Option<String>,
+    /// Bytes read from the master in the last whole second.
+    pub transferred_bytes_per_second: i64,
+    /// The slave's CommitLog end.
+    pub max_offset: i64,
+    /// When bytes last came from the master, epoch ms.
+    pub last_read_timestamp: i64,
+    /// When the slave last reported to the master, epoch ms.
+    pub last_write_timestamp: i64,
+    /// The master's flushed offset as the slave knows it (controller mode only: 0 here).
+    pub master_flush_offset: i64,
 }
 
 /// How far the timer got (Java's `TimerCheckpoint`, the `config/timercheck` file).

@@ -1,11 +1,16 @@
 //! Master/slave replication in process: a Skiff master and a Skiff slave registered with one name
 //! server, spoken to through the neutral model. The slave finds its master through the name
 //! server (`haServerAddr`), copies its CommitLog byte for byte, serves reads
-//! (`slaveReadEnable`), refuses writes, and syncs topics, groups and consumer offsets.
+//! (`slaveReadEnable`), refuses writes, and syncs topics, groups and consumer offsets. A slave
+//! whose CommitLog the master does not continue (ahead, diverged, other segment size) refuses to
+//! stream and keeps its files. GET_BROKER_HA_STATUS shows both sides.
 
 mod common;
 
+use std::collections::BTreeMap;
+use std::fmt;
 use std::path::Path;
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -16,6 +21,7 @@ use skiff_model::command::{
 use skiff_model::message::{Message, Properties};
 use skiff_model::record::Record;
 use skiff_model::route::TopicConfig;
+use skiff_protocol::remoting::RemotingCommand;
 use skiff_server::broker::Broker;
 use skiff_server::config::{BrokerConfig, BrokerRole};
 use skiff_server::remoting_client::RemotingClient;
@@ -78,6 +84,16 @@ async fn commit_log_max_offset(client: &RemotingClient) -> i64 {
         Ok(Reply::KeyValues(table)) => table["commitLogMaxOffset"].parse().unwrap(),
         other => panic!("no runtime info: {other:?}"),
     }
+}
+
+/// GET_BROKER_HA_STATUS's body, the JSON `mqadmin haStatus` reads.
+async fn ha_status(client: &RemotingClient) -> serde_json::Value {
+    let response = client
+        .invoke_frame(RemotingCommand::request(907, 0), TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(response.code, 0);
+    serde_json::from_slice(&response.body.to_bytes()).unwrap()
 }
 
 /// Waits until the slave holds as much CommitLog as the master.
@@ -204,6 +220,50 @@ async fn a_skiff_slave_copies_its_master_and_serves_reads() {
         "the slave's CommitLog is the master's, byte for byte"
     );
 
+    // GET_BROKER_HA_STATUS: the master lists the slave with its acknowledged offset; the slave
+    // shows its client.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let connection = loop {
+        let status = ha_status(&master).await;
+        assert_eq!(status["master"], true, "{status}");
+        assert_eq!(status["masterCommitLogMaxOffset"], end, "{status}");
+        let connections = status["haConnectionInfo"].as_array().unwrap().clone();
+        assert_eq!(connections.len(), 1, "{status}");
+        if connections[0]["slaveAckOffset"] == end {
+            assert_eq!(status["inSyncSlaveNums"], 1, "{status}");
+            break connections[0].clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the slave never acknowledged {end}: {status}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(connection["diff"], 0, "{connection}");
+    assert_eq!(connection["inSync"], true, "{connection}");
+    assert_eq!(connection["transferFromWhere"], end, "{connection}");
+    assert!(connection["addr"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+    let status = ha_status(&to_slave).await;
+    assert_eq!(status["master"], false, "{status}");
+    assert_eq!(
+        status["haConnectionInfo"],
+        serde_json::json!([]),
+        "{status}"
+    );
+    let ha_client = &status["haClientRuntimeInfo"];
+    assert_eq!(ha_client["maxOffset"], end, "{status}");
+    assert!(ha_client["masterAddr"]
+        .as_str()
+        .unwrap()
+        .starts_with("127.0.0.1:"));
+    assert!(
+        ha_client["lastReadTimestamp"].as_i64().unwrap() > 0,
+        "{status}"
+    );
+
     // Reads from the slave: same queue offsets, same bodies.
     let (status, bodies) = pull(&to_slave, 1, 0).await;
     assert_eq!(status, PullStatus::Found);
@@ -265,6 +325,204 @@ async fn a_skiff_slave_copies_its_master_and_serves_reads() {
     assert_eq!(
         commit_log(slave_dir.path(), end),
         commit_log(cluster.store_dir(), end)
+    );
+
+    slave.shutdown().await;
+    cluster.stop().await;
+}
+
+/// The warnings and errors logged in this test process, each as its fields' `name=value`s.
+struct Logged(Mutex<Vec<String>>);
+
+static LOGGED: OnceLock<&'static Logged> = OnceLock::new();
+
+/// Starts capturing (once per process) and returns the capture.
+fn logged() -> &'static Logged {
+    LOGGED.get_or_init(|| {
+        let logged: &'static Logged = Box::leak(Box::new(Logged(Mutex::new(Vec::new()))));
+        tracing::subscriber::set_global_default(logged).expect("no other subscriber");
+        logged
+    })
+}
+
+impl Logged {
+    /// Waits until a line containing every one of `parts` was logged; returns it.
+    async fn wait_for(&self, parts: &[&str], within: Duration) -> String {
+        let deadline = Instant::now() + within;
+        loop {
+            let lines = self.0.lock().unwrap().clone();
+            if let Some(line) = lines
+                .iter()
+                .find(|line| parts.iter().all(|part| line.contains(part)))
+            {
+                return line.clone();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nothing logged with {parts:?} in {lines:#?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl tracing::Subscriber for &'static Logged {
+    fn enabled(&self, metadata: &tracing::Metadata<'_>) -> bool {
+        *metadata.level() <= tracing::Level::WARN
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Line(String);
+        impl tracing::field::Visit for Line {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn fmt::Debug) {
+                self.0.push_str(&format!("{}={:?} ", field.name(), value));
+            }
+        }
+        let mut line = Line(format!("{} ", event.metadata().level()));
+        event.record(&mut line);
+        self.0.lock().unwrap().push(line.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+fn async_master_config(config: &mut BrokerConfig) {
+    config.broker_role = BrokerRole::AsyncMaster;
+    config.mapped_file_size_commit_log = 256 * 1024;
+}
+
+/// Every CommitLog segment of a store, by name.
+fn commit_log_files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
+    std::fs::read_dir(dir.join("commitlog"))
+        .unwrap()
+        .map(|e| {
+            let path = e.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read(path).unwrap())
+        })
+        .collect()
+}
+
+/// `count` records of 2 KiB bodies made of `fill`: the same sequence on two masters puts records
+/// of the same sizes at the same offsets.
+async fn send_many(master: &RemotingClient, count: usize, fill: u8) {
+    for i in 0..count {
+        let (status, _) = send(master, (i % 4) as i32, vec![fill; 2048]).await;
+        assert_eq!(status, SendStatus::Ok);
+    }
+}
+
+/// A slave whose CommitLog came from another master is refused, first as ahead of its new
+/// master (which holds no record where the slave's last one starts), then, once that master has
+/// written past it, as diverged (different bytes there); its CommitLog files stay as they were.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_refuses_a_master_it_is_ahead_of_or_diverged_from() {
+    let logged = logged();
+    // The slave's store: a copy of master A's CommitLog.
+    let a = Cluster::start(async_master_config).await;
+    send_many(&a.broker_client().await, 40, b'a').await;
+    let slave_dir = tempfile::tempdir().unwrap();
+    let slave = Broker::start(slave_config(&a, slave_dir.path()))
+        .await
+        .unwrap();
+    let held = caught_up(&a.broker_client().await, &client(&slave).await).await;
+    slave.shutdown().await;
+    a.stop().await;
+    let before = commit_log_files(slave_dir.path());
+
+    // Master B has written less than the slave holds.
+    let b = Cluster::start(async_master_config).await;
+    let to_b = b.broker_client().await;
+    send_many(&to_b, 2, b'b').await;
+    let slave = Broker::start(slave_config(&b, slave_dir.path()))
+        .await
+        .unwrap();
+    let to_slave = client(&slave).await;
+    let line = logged
+        .wait_for(
+            &["replication refused", "the master holds no record at"],
+            Duration::from_secs(10),
+        )
+        .await;
+    assert!(line.contains(&format!("ends at {held}")), "{line}");
+    assert!(line.contains(&b.broker.local_addr().to_string()), "{line}");
+
+    // B writes past the slave's last record: the next check (every 5 s) finds different bytes.
+    send_many(&to_b, 60, b'b').await;
+    let line = logged
+        .wait_for(
+            &["replication refused", "the CommitLogs diverged"],
+            Duration::from_secs(15),
+        )
+        .await;
+    assert!(line.contains(&format!("ends at {held}")), "{line}");
+    assert_eq!(commit_log_max_offset(&to_slave).await, held);
+    // Every segment is as it was; the store's allocator may have made the next one (zeros).
+    for (name, bytes) in commit_log_files(slave_dir.path()) {
+        match before.get(&name) {
+            Some(was) => assert!(bytes == *was, "{name} was changed (held {held})"),
+            None => assert!(bytes.iter().all(|b| *b == 0), "{name} was written"),
+        }
+    }
+
+    slave.shutdown().await;
+    b.stop().await;
+}
+
+/// An empty slave with segments of another size than its master's does not start streaming.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slave_refuses_a_master_with_another_segment_size() {
+    let logged = logged();
+    let cluster = Cluster::start(async_master_config).await;
+    send_many(&cluster.broker_client().await, 2, b'm').await;
+    let slave_dir = tempfile::tempdir().unwrap();
+    let mut config = slave_config(&cluster, slave_dir.path());
+    config.mapped_file_size_commit_log = 128 * 1024;
+    let slave = Broker::start(config).await.unwrap();
+    logged
+        .wait_for(
+            &[
+                "replication refused",
+                "mappedFileSizeCommitLog is 262144, this slave's is 131072",
+            ],
+            Duration::from_secs(10),
+        )
+        .await;
+    assert_eq!(commit_log_max_offset(&client(&slave).await).await, 0);
+
+    slave.shutdown().await;
+    cluster.stop().await;
+}
+
+/// With `haTransferFromMinOffset` an empty slave copies its master's whole CommitLog, not only
+/// the last segment a master sends a slave that reports 0 (Java's rule).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_slave_with_ha_transfer_from_min_offset_copies_the_whole_log() {
+    let cluster = Cluster::start(async_master_config).await;
+    let master = cluster.broker_client().await;
+    // About 660 KB: three segments of 256 KiB.
+    send_many(&master, 300, b'h').await;
+    let slave_dir = tempfile::tempdir().unwrap();
+    let mut config = slave_config(&cluster, slave_dir.path());
+    config.ha_transfer_from_min_offset = true;
+    let slave = Broker::start(config).await.unwrap();
+    let to_slave = client(&slave).await;
+    let end = caught_up(&master, &to_slave).await;
+    assert!(end > 2 * 256 * 1024);
+    match to_slave
+        .invoke(&Request::GetBrokerRuntimeInfo, TIMEOUT)
+        .await
+    {
+        Ok(Reply::KeyValues(table)) => assert_eq!(table["commitLogMinOffset"], "0"),
+        other => panic!("no runtime info: {other:?}"),
+    }
+    assert!(
+        commit_log(slave_dir.path(), end) == commit_log(cluster.store_dir(), end),
+        "the slave's CommitLog is the master's from 0"
     );
 
     slave.shutdown().await;

@@ -9,7 +9,7 @@
 use serde::{Deserialize, Serialize};
 use skiff_model::admin::{
     AclInfo, AdminCommand, AdminReply, ClientConnection, ColdReadInfo, ConsumerConnections,
-    HaStatus, StatsData, StatsWindow, TimerMetric, UserInfo,
+    StatsData, StatsWindow, TimerMetric, UserInfo,
 };
 use std::collections::BTreeMap;
 
@@ -764,28 +764,50 @@ pub(super) fn decode_reply(
                 data_version: wrapper.data_version,
             }
         }
+        // A slave compares its master's settings (`mappedFileSizeCommitLog`) before replicating.
+        AdminCommand::GetBrokerConfig => AdminReply::Config {
+            properties: parse_properties(&String::from_utf8_lossy(&response.body.to_bytes())),
+            data_version: response
+                .ext("version")
+                .and_then(|json| serde_json::from_str(json).ok()),
+        },
         _ => return Ok(None),
     }))
 }
 
-/// `HARuntimeInfo` as fastjson writes it (alphabetical members; a null `masterAddr` is left out).
+/// `HARuntimeInfo` as fastjson writes it: members in alphabetical order, a null `masterAddr`
+/// left out. `HAClientRuntimeInfo.isActivated` has no getter, so Java never writes it.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct HaRuntimeInfo {
-    ha_client_runtime_info: HaClientRuntimeInfo,
-    ha_connection_info: [(); 0],
+struct HaRuntimeInfo<'a> {
+    ha_client_runtime_info: HaClientRuntimeInfo<'a>,
+    ha_connection_info: Vec<HaConnectionRuntimeInfo<'a>>,
     in_sync_slave_nums: i32,
     master: bool,
     master_commit_log_max_offset: i64,
 }
 
-#[derive(Serialize, Default)]
+#[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct HaClientRuntimeInfo {
+struct HaClientRuntimeInfo<'a> {
     last_read_timestamp: i64,
     last_write_timestamp: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    master_addr: Option<&'a str>,
     master_flush_offset: i64,
     max_offset: i64,
+    transferred_byte_in_second: i64,
+}
+
+/// `HAConnectionRuntimeInfo` (`isInSync()` is the property `inSync`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct HaConnectionRuntimeInfo<'a> {
+    addr: &'a str,
+    diff: i64,
+    in_sync: bool,
+    slave_ack_offset: i64,
+    transfer_from_where: i64,
     transferred_byte_in_second: i64,
 }
 
@@ -1065,17 +1087,32 @@ pub(super) fn encode_reply(reply: AdminReply, cmd: &mut RemotingCommand) {
                 .into_bytes(),
             );
         }
-        AdminReply::HaStatus(HaStatus {
-            master,
-            master_commit_log_max_offset,
-            in_sync_slave_nums,
-        }) => {
+        AdminReply::HaStatus(status) => {
+            let client = &status.client;
             let info = HaRuntimeInfo {
-                ha_client_runtime_info: HaClientRuntimeInfo::default(),
-                ha_connection_info: [],
-                in_sync_slave_nums,
-                master,
-                master_commit_log_max_offset,
+                ha_client_runtime_info: HaClientRuntimeInfo {
+                    last_read_timestamp: client.last_read_timestamp,
+                    last_write_timestamp: client.last_write_timestamp,
+                    master_addr: client.master_addr.as_deref(),
+                    master_flush_offset: client.master_flush_offset,
+                    max_offset: client.max_offset,
+                    transferred_byte_in_second: client.transferred_bytes_per_second,
+                },
+                ha_connection_info: status
+                    .connections
+                    .iter()
+                    .map(|c| HaConnectionRuntimeInfo {
+                        addr: &c.addr,
+                        diff: c.diff,
+                        in_sync: c.in_sync,
+                        slave_ack_offset: c.slave_ack_offset,
+                        transfer_from_where: c.transfer_from_where,
+                        transferred_byte_in_second: c.transferred_bytes_per_second,
+                    })
+                    .collect(),
+                in_sync_slave_nums: status.in_sync_slave_nums,
+                master: status.master,
+                master_commit_log_max_offset: status.master_commit_log_max_offset,
             };
             cmd.body = Body::from(to_json(&info).into_bytes());
         }
@@ -1182,13 +1219,50 @@ fn escape_property(value: &str) -> String {
     out
 }
 
+/// `key=value` lines as `Properties.load` reads them (`:` also separates; `#` and `!` start
+/// comments), undoing [`escape_property`]; Java's own unescaped values come through as written.
+fn parse_properties(text: &str) -> Vec<(String, String)> {
+    text.lines()
+        .map(str::trim_start)
+        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with('!'))
+        .map(|line| {
+            let (key, value) = line.split_once(['=', ':']).unwrap_or((line, ""));
+            (
+                key.trim_end().to_string(),
+                unescape_property(value.trim_start()),
+            )
+        })
+        .collect()
+}
+
+fn unescape_property(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('n') => out.push('\n'),
+            Some('r') => out.push('\r'),
+            Some('t') => out.push('\t'),
+            Some(other) => out.push(other),
+            None => {}
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::remoting::{
         decode_reply, decode_request, encode_reply as encode_any_reply, encode_request,
     };
-    use skiff_model::admin::{PolicyEntryInfo, PolicyInfo};
+    use skiff_model::admin::{
+        HaClientStatus, HaConnectionStatus, HaStatus, PolicyEntryInfo, PolicyInfo,
+    };
     use skiff_model::command::{Reply, Request};
 
     fn request(code: i32, fields: &[(&str, &str)]) -> RemotingCommand {
@@ -1474,6 +1548,7 @@ mod tests {
             master: true,
             master_commit_log_max_offset: 42,
             in_sync_slave_nums: 0,
+            ..HaStatus::default()
         }));
         let body = encode_any_reply(&req, reply).body.to_bytes();
         assert_eq!(
@@ -1482,6 +1557,52 @@ mod tests {
              \"masterFlushOffset\":0,\"maxOffset\":0,\"transferredByteInSecond\":0},\
              \"haConnectionInfo\":[],\"inSyncSlaveNums\":0,\"master\":true,\
              \"masterCommitLogMaxOffset\":42}"
+        );
+        // A master with a slave, as fastjson writes `HAConnectionRuntimeInfo`.
+        let reply = Reply::Admin(AdminReply::HaStatus(HaStatus {
+            master: true,
+            master_commit_log_max_offset: 300,
+            in_sync_slave_nums: 1,
+            connections: vec![HaConnectionStatus {
+                addr: "127.0.0.1:51234".into(),
+                slave_ack_offset: 200,
+                diff: 100,
+                in_sync: true,
+                transferred_bytes_per_second: 4096,
+                transfer_from_where: 300,
+            }],
+            ..HaStatus::default()
+        }));
+        let body = encode_any_reply(&req, reply).body.to_bytes();
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            "{\"haClientRuntimeInfo\":{\"lastReadTimestamp\":0,\"lastWriteTimestamp\":0,\
+             \"masterFlushOffset\":0,\"maxOffset\":0,\"transferredByteInSecond\":0},\
+             \"haConnectionInfo\":[{\"addr\":\"127.0.0.1:51234\",\"diff\":100,\
+             \"inSync\":true,\"slaveAckOffset\":200,\"transferFromWhere\":300,\
+             \"transferredByteInSecond\":4096}],\"inSyncSlaveNums\":1,\"master\":true,\
+             \"masterCommitLogMaxOffset\":300}"
+        );
+        // A slave: its client, with the master's HA address.
+        let reply = Reply::Admin(AdminReply::HaStatus(HaStatus {
+            client: HaClientStatus {
+                master_addr: Some("10.0.0.1:10912".into()),
+                transferred_bytes_per_second: 8,
+                max_offset: 1000,
+                last_read_timestamp: 1700000000001,
+                last_write_timestamp: 1700000000002,
+                master_flush_offset: 0,
+            },
+            ..HaStatus::default()
+        }));
+        let body = encode_any_reply(&req, reply).body.to_bytes();
+        assert_eq!(
+            std::str::from_utf8(&body).unwrap(),
+            "{\"haClientRuntimeInfo\":{\"lastReadTimestamp\":1700000000001,\
+             \"lastWriteTimestamp\":1700000000002,\"masterAddr\":\"10.0.0.1:10912\",\
+             \"masterFlushOffset\":0,\"maxOffset\":1000,\"transferredByteInSecond\":8},\
+             \"haConnectionInfo\":[],\"inSyncSlaveNums\":0,\"master\":false,\
+             \"masterCommitLogMaxOffset\":0}"
         );
 
         let req = request(code::GET_BROKER_CONFIG, &[]);
@@ -1492,7 +1613,7 @@ mod tests {
             ],
             data_version: Some(Default::default()),
         });
-        let cmd = encode_any_reply(&req, reply);
+        let cmd = encode_any_reply(&req, reply.clone());
         assert_eq!(
             &cmd.body.to_bytes()[..],
             b"brokerName=broker-a\nstorePathRootDir=C:\\\\store\\nx\n"
@@ -1500,6 +1621,23 @@ mod tests {
         assert_eq!(
             cmd.ext("version"),
             Some("{\"counter\":0,\"stateVersion\":0,\"timestamp\":0}")
+        );
+        // A slave reads its master's settings back.
+        let get = Request::Admin(AdminCommand::GetBrokerConfig);
+        assert_eq!(decode_reply(&get, &cmd).unwrap(), reply);
+        // Java's `MixAll.properties2String` writes values unescaped and no version.
+        let mut java = RemotingCommand::response(0, 0);
+        java.body =
+            Body::from(b"brokerName = broker-a\n#x\nmappedFileSizeCommitLog=1073741824\n".to_vec());
+        assert_eq!(
+            decode_reply(&get, &java).unwrap(),
+            Reply::Admin(AdminReply::Config {
+                properties: vec![
+                    ("brokerName".into(), "broker-a".into()),
+                    ("mappedFileSizeCommitLog".into(), "1073741824".into()),
+                ],
+                data_version: None,
+            })
         );
 
         let req = request(code::GET_ALL_SUBSCRIPTIONGROUP_CONFIG, &[]);

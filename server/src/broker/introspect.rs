@@ -269,9 +269,7 @@ fn answer(state: &BrokerState, command: AdminCommand) -> Reply {
             state.consumers.groups_subscribing(&topic),
             state.offsets.groups_of_topic(&topic),
         ))),
-        AdminCommand::HaStatus => Reply::Admin(AdminReply::HaStatus(master_without_slaves(
-            state.store.commit_log_max_offset(),
-        ))),
+        AdminCommand::HaStatus => Reply::Admin(AdminReply::HaStatus(ha_status(state))),
         AdminCommand::GetBrokerConfig => Reply::Admin(AdminReply::Config {
             properties: state
                 .settings
@@ -933,13 +931,26 @@ fn merge_groups(mut live: Vec<String>, with_offsets: Vec<String>) -> Vec<String>
     live
 }
 
-/// Skiff brokers are masters and replicate to no one: Java's `DefaultHAService.getRuntimeInfo`
-/// of a master with an empty connection list.
-fn master_without_slaves(commit_log_max_offset: i64) -> HaStatus {
+/// Java's `DefaultHAService.getRuntimeInfo`: a slave shows its client, a master its slave
+/// connections (none without an HA port).
+fn ha_status(state: &BrokerState) -> HaStatus {
+    let end = state.store.commit_log_max_offset();
+    let now = super::now_millis();
+    if let Some(client) = &state.ha_client {
+        return HaStatus {
+            client: client.snapshot(end, now),
+            ..HaStatus::default()
+        };
+    }
+    let (connections, in_sync_slave_nums) = state.replicas.as_ref().map_or((Vec::new(), 0), |r| {
+        r.status(end, state.config.ha_max_gap_not_in_sync, now)
+    });
     HaStatus {
         master: true,
-        master_commit_log_max_offset: commit_log_max_offset,
-        in_sync_slave_nums: 0,
+        master_commit_log_max_offset: end,
+        in_sync_slave_nums,
+        connections,
+        client: Default::default(),
     }
 }
 
@@ -952,13 +963,5 @@ mod tests {
         let groups = merge_groups(vec!["b".into(), "c".into()], vec!["a".into(), "b".into()]);
         assert_eq!(groups, ["a", "b", "c"]);
         assert!(merge_groups(vec![], vec![]).is_empty());
-    }
-
-    #[test]
-    fn ha_status_is_a_master_without_slaves() {
-        let status = master_without_slaves(1234);
-        assert!(status.master);
-        assert_eq!(status.master_commit_log_max_offset, 1234);
-        assert_eq!(status.in_sync_slave_nums, 0);
     }
 }

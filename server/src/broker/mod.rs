@@ -138,6 +138,8 @@ pub(crate) struct BrokerState {
     metrics: Option<Arc<metrics::BrokerMetrics>>,
     /// A master's slaves and how far each holds the CommitLog (`None` on a slave).
     replicas: Option<Arc<ha::acks::ReplicaAcks>>,
+    /// A slave's replication client as GET_BROKER_HA_STATUS shows it (`None` on a master).
+    ha_client: Option<Arc<ha::client::ClientStatus>>,
     /// The port slaves connect to (`haListenPort`), once bound.
     ha_port: Option<u16>,
     /// The timer's last checkpoint (`None` without a timer, as on a slave).
@@ -186,6 +188,7 @@ impl BrokerState {
             authentication: None,
             metrics: None,
             replicas: None,
+            ha_client: None,
             ha_port: None,
             timer_progress: timer::Progress::default(),
             broker_addr,
@@ -520,6 +523,9 @@ impl Broker {
                 state.config.in_sync_replicas,
             )));
         }
+        if state.config.broker_role == BrokerRole::Slave {
+            state.ha_client = Some(Arc::default());
+        }
         state.ha_port = ha_listener
             .as_ref()
             .and_then(|l| l.local_addr().ok())
@@ -636,11 +642,14 @@ impl Broker {
             let master = ha::client::MasterSource {
                 fixed: state.config.ha_master_address.clone(),
                 announced: state.name_servers.master(),
+                tls: state.config.tls.client_uses_tls(state.config.use_tls),
+                credentials: state.name_servers.credentials(),
             };
             background.push(tokio::spawn(ha::client::run(
                 store.clone(),
                 master,
                 ha_timings,
+                state.ha_client.clone().unwrap_or_default(),
                 shutdown.clone(),
             )));
         }

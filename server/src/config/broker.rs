@@ -175,7 +175,8 @@ pub struct BrokerConfig {
     /// Pulls are served by a slave (and suggested to go to one when a consumer lags).
     pub slave_read_enable: bool,
     /// Skiff's: a master streams an empty slave its whole CommitLog instead of Java's last
-    /// segment only.
+    /// segment only; a slave with an empty store asks any master (Java's too) for its whole
+    /// CommitLog.
     pub ha_transfer_from_min_offset: bool,
     /// 5.x timer messages (`TIMER_DELIVER_MS`, ...) through `rmq_sys_wheel_timer`; refused when off.
     pub timer_wheel_enable: bool,

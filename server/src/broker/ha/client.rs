@@ -2,26 +2,42 @@
 //! (`haMasterAddress`, else the `haServerAddr` the name servers answer), report the CommitLog end,
 //! append what the master streams, and reconnect every 5 s when the link drops, as Java's
 //! `DefaultHAClient` does.
+//!
+//! Before each connect, unlike Java, it asks the master's remoting port (`masterAddr`) whether
+//! the master's CommitLog continues this slave's ([`divergence`](super::divergence)), and does not
+//! stream while it does not; the question is asked again at every reconnect, so an operator's fix
+//! is picked up. With `haTransferFromMinOffset` an empty store first takes the master's oldest
+//! record, so that it copies the whole CommitLog rather than a Java master's last segment.
+//!
+//! What GET_BROKER_HA_STATUS shows of the client (`HAClientRuntimeInfo`) is kept in
+//! [`ClientStatus`].
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use parking_lot::Mutex;
+use skiff_model::admin::{AdminCommand, AdminReply, HaClientStatus};
+use skiff_model::command::{ErrorKind, Reply, Request};
 use skiff_model::route::RegistrationResult;
 use skiff_store::MessageStore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
+use super::divergence::{self, MasterRecord, Refusal};
 use super::slave::{SlaveCore, SlaveOut};
-use super::{CloseReason, HaTimings};
+use super::{ByteRate, CloseReason, HaTimings};
 use crate::broker::now_millis;
+use crate::remoting_client::RemotingClient;
 
 /// Java's wait before connecting again (`DefaultHAClient.closeMasterAndWait`).
 const RECONNECT_DELAY: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
+/// Java's timeout for a slave's remoting calls to its master (`SlaveSynchronize`).
+const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// A Skiff slave accepts frames up to this size (a Java master sends 32 KiB).
 const MAX_FRAME_BODY: usize = 16 * 1024 * 1024;
 
@@ -31,14 +47,65 @@ pub(crate) struct MasterSource {
     pub(crate) fixed: Option<String>,
     /// The name servers' answers to the slave's registrations.
     pub(crate) announced: watch::Receiver<RegistrationResult>,
+    /// Whether the master's remoting port speaks TLS (for the checks before streaming).
+    pub(crate) tls: bool,
+    /// `innerClientAuthenticationCredentials`, for a master with ACL.
+    pub(crate) credentials: Option<Arc<crate::acl::Credentials>>,
 }
 
 impl MasterSource {
-    fn current(&mut self) -> Option<String> {
-        self.fixed
+    /// The master's HA address and, when the name servers named it, its remoting address.
+    fn current(&mut self) -> Option<(String, Option<String>)> {
+        let announced = self.announced.borrow_and_update();
+        let ha = self
+            .fixed
             .clone()
-            .or_else(|| self.announced.borrow_and_update().ha_server_addr.clone())
+            .or_else(|| announced.ha_server_addr.clone())?;
+        Some((ha, announced.master_addr.clone()))
     }
+}
+
+/// The client as GET_BROKER_HA_STATUS shows it: the master's HA address in use, when bytes
+/// last came and when a report last went, and bytes read per second.
+#[derive(Default)]
+pub(crate) struct ClientStatus(Mutex<ClientState>);
+
+#[derive(Default)]
+struct ClientState {
+    master_addr: Option<String>,
+    last_read_ms: i64,
+    last_write_ms: i64,
+    received: ByteRate,
+}
+
+impl ClientStatus {
+    /// Java's `HAClientRuntimeInfo` for a slave whose CommitLog ends at `max_offset`.
+    pub(crate) fn snapshot(&self, max_offset: i64, now_ms: i64) -> HaClientStatus {
+        let state = self.0.lock();
+        HaClientStatus {
+            master_addr: state.master_addr.clone(),
+            transferred_bytes_per_second: state.received.per_second(now_ms),
+            max_offset,
+            last_read_timestamp: state.last_read_ms,
+            last_write_timestamp: state.last_write_ms,
+            // Java's `masterFlushedOffset` is kept for controller mode only.
+            master_flush_offset: 0,
+        }
+    }
+
+    fn read(&self, bytes: usize, now_ms: i64) {
+        let mut state = self.0.lock();
+        state.last_read_ms = now_ms;
+        state.received.add(bytes, now_ms);
+    }
+}
+
+/// Why the slave does not stream this time.
+enum NotYet {
+    /// The master's CommitLog does not continue this slave's.
+    Refused(Refusal),
+    /// The master could not be asked.
+    Unchecked(String),
 }
 
 /// Replicates from the master until `shutdown`.
@@ -46,11 +113,21 @@ pub(crate) async fn run(
     store: Arc<MessageStore>,
     mut master: MasterSource,
     timings: HaTimings,
+    status: Arc<ClientStatus>,
     shutdown: CancellationToken,
 ) {
+    {
+        // Java's client starts both clocks when it is made.
+        let mut state = status.0.lock();
+        state.last_read_ms = now_millis();
+        state.last_write_ms = state.last_read_ms;
+    }
+    let from_oldest = timings.transfer_from_min_offset;
     let mut core = SlaveCore::new(timings, store.commit_log_segment_size(), MAX_FRAME_BODY);
+    // The refusal last logged as an error: the same one, every 5 s, is only repeated in debug.
+    let mut refused: Option<Refusal> = None;
     loop {
-        let Some(addr) = master.current() else {
+        let Some((addr, remoting_addr)) = master.current() else {
             // No master registered yet: wait for the name servers to name one.
             tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -59,6 +136,36 @@ pub(crate) async fn run(
             }
             continue;
         };
+        status.0.lock().master_addr = Some(addr.clone());
+        match &remoting_addr {
+            Some(remoting_addr) => {
+                match check_master(&store, remoting_addr, &master, from_oldest).await {
+                    Ok(()) => refused = None,
+                    Err(NotYet::Refused(refusal)) => {
+                        if refused.as_ref() != Some(&refusal) {
+                            error!(master = %remoting_addr, ha_master = %addr, %refusal, "replication refused: the slave does not stream from this master; checked again every 5 s");
+                        } else {
+                            debug!(master = %remoting_addr, %refusal, "replication still refused");
+                        }
+                        refused = Some(refusal);
+                        if pause(&shutdown).await {
+                            return;
+                        }
+                        continue;
+                    }
+                    Err(NotYet::Unchecked(err)) => {
+                        warn!(master = %remoting_addr, ha_master = %addr, %err, "cannot check that the master's CommitLog continues this slave's; not streaming, retrying in 5 s");
+                        if pause(&shutdown).await {
+                            return;
+                        }
+                        continue;
+                    }
+                }
+            }
+            None => {
+                warn!(ha_master = %addr, "the master's remoting address (masterAddr) is not known yet (haMasterAddress is set and no name server answered one): streaming without checking that the master's CommitLog continues this slave's")
+            }
+        }
         let connected = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(&addr)).await;
         let stream = match connected {
             Ok(Ok(stream)) => stream,
@@ -80,7 +187,7 @@ pub(crate) async fn run(
         let _ = stream.set_nodelay(true);
         let start = store.commit_log_max_offset();
         info!(master = %addr, from = start, "replicating from the master");
-        let reason = replicate(stream, &store, &mut core, &shutdown).await;
+        let reason = replicate(stream, &store, &mut core, &status, &shutdown).await;
         let held = store.commit_log_max_offset();
         match &reason {
             CloseReason::Eof if shutdown.is_cancelled() => return,
@@ -97,6 +204,129 @@ pub(crate) async fn run(
     }
 }
 
+/// Asks the master at `remoting_addr` whether its CommitLog continues this slave's: the same
+/// segment size, and on a non-empty store the same bytes at the offset of our last record. An
+/// empty store with `from_oldest` then starts with the master's oldest record.
+async fn check_master(
+    store: &Arc<MessageStore>,
+    remoting_addr: &str,
+    source: &MasterSource,
+    from_oldest: bool,
+) -> Result<(), NotYet> {
+    let client = RemotingClient::connect_with(remoting_addr, CALL_TIMEOUT, source.tls)
+        .await
+        .map_err(|err| NotYet::Unchecked(err.to_string()))?
+        .signed_by(source.credentials.clone());
+    let config = client
+        .invoke(&Request::Admin(AdminCommand::GetBrokerConfig), CALL_TIMEOUT)
+        .await;
+    match config {
+        Ok(Reply::Admin(AdminReply::Config { properties, .. })) => {
+            match divergence::master_segment_size(&properties) {
+                Some(theirs) => {
+                    divergence::check_segment_size(store.commit_log_segment_size(), theirs)
+                        .map_err(NotYet::Refused)?
+                }
+                // Not a reason to stop: the slave's core still refuses a blank that does not
+                // end where its segment ends.
+                None => warn!(
+                    master = %remoting_addr,
+                    "the master's configuration does not show {}: segment sizes not compared",
+                    divergence::SEGMENT_SIZE_KEY
+                ),
+            }
+        }
+        // An answer, if a refusal (ACL): the same as a master that does not say.
+        Ok(Reply::Error(err)) => warn!(
+            master = %remoting_addr,
+            "the master refused GET_BROKER_CONFIG ({}): segment sizes not compared",
+            err.message
+        ),
+        Ok(other) => return Err(NotYet::Unchecked(format!("GET_BROKER_CONFIG: {other:?}"))),
+        Err(err) => return Err(NotYet::Unchecked(format!("GET_BROKER_CONFIG: {err}"))),
+    }
+    let (ours, end) = {
+        let store = store.clone();
+        tokio::task::spawn_blocking(move || (store.last_record(), store.commit_log_max_offset()))
+            .await
+            .map_err(|err| NotYet::Unchecked(err.to_string()))?
+    };
+    let Some((offset, record)) = ours else {
+        // An empty store has nothing to compare: the master's first transfer places it, or
+        // with `haTransferFromMinOffset` the master's oldest record does.
+        if from_oldest && end == 0 {
+            return start_from_oldest(store, &client, remoting_addr).await;
+        }
+        return Ok(());
+    };
+    let theirs = view_message(&client, offset).await?;
+    let theirs = match &theirs {
+        Some(bytes) => MasterRecord::Found(bytes),
+        None => MasterRecord::Missing,
+    };
+    divergence::check_last_record((offset, &record), end, theirs).map_err(NotYet::Refused)
+}
+
+/// `haTransferFromMinOffset` on a slave: an empty store first takes the master's oldest record
+/// (GET_BROKER_RUNTIME_INFO's `commitLogMinOffset`, a segment start), so that its first report
+/// asks for what follows. Reporting 0 instead would get a Java master's last segment only.
+async fn start_from_oldest(
+    store: &Arc<MessageStore>,
+    client: &RemotingClient,
+    remoting_addr: &str,
+) -> Result<(), NotYet> {
+    let oldest = match client
+        .invoke(&Request::GetBrokerRuntimeInfo, CALL_TIMEOUT)
+        .await
+    {
+        Ok(Reply::KeyValues(table)) => table
+            .get("commitLogMinOffset")
+            .and_then(|value| value.parse::<i64>().ok()),
+        Ok(other) => {
+            return Err(NotYet::Unchecked(format!(
+                "GET_BROKER_RUNTIME_INFO: {other:?}"
+            )))
+        }
+        Err(err) => return Err(NotYet::Unchecked(format!("GET_BROKER_RUNTIME_INFO: {err}"))),
+    };
+    // -1 (no segment) or nothing said: the master's first transfer places the store.
+    let Some(oldest) = oldest.filter(|offset| *offset >= 0) else {
+        return Ok(());
+    };
+    let Some(record) = view_message(client, oldest).await? else {
+        return Ok(()); // an empty master: it starts at 0 anyway
+    };
+    let store = store.clone();
+    match tokio::task::spawn_blocking(move || store.append_replicated(oldest, &record)).await {
+        Ok(Ok(end)) => {
+            info!(master = %remoting_addr, from = oldest, end, "copying the master's whole CommitLog (haTransferFromMinOffset)");
+            Ok(())
+        }
+        Ok(Err(err)) => Err(NotYet::Unchecked(format!(
+            "the master's oldest record at {oldest} does not fit this store: {err}"
+        ))),
+        Err(err) => Err(NotYet::Unchecked(err.to_string())),
+    }
+}
+
+/// VIEW_MESSAGE_BY_ID: the master's stored bytes at `offset`, `None` when it holds no record
+/// there.
+async fn view_message(
+    client: &RemotingClient,
+    offset: i64,
+) -> Result<Option<bytes::Bytes>, NotYet> {
+    let request = Request::ViewMessage {
+        commit_log_offset: offset,
+    };
+    match client.invoke(&request, CALL_TIMEOUT).await {
+        Ok(Reply::Message(bytes)) => Ok(Some(bytes)),
+        // Java's (and Skiff's) "can not find message by the offset".
+        Ok(Reply::Error(err)) if err.kind == ErrorKind::SystemError => Ok(None),
+        Ok(other) => Err(NotYet::Unchecked(format!("VIEW_MESSAGE_BY_ID: {other:?}"))),
+        Err(err) => Err(NotYet::Unchecked(format!("VIEW_MESSAGE_BY_ID: {err}"))),
+    }
+}
+
 /// Waits [`RECONNECT_DELAY`]; whether the broker is shutting down.
 async fn pause(shutdown: &CancellationToken) -> bool {
     tokio::select! {
@@ -110,6 +340,7 @@ async fn replicate(
     mut stream: TcpStream,
     store: &Arc<MessageStore>,
     core: &mut SlaveCore,
+    status: &ClientStatus,
     shutdown: &CancellationToken,
 ) -> CloseReason {
     core.on_connected(store.commit_log_max_offset(), now_millis());
@@ -124,6 +355,7 @@ async fn replicate(
                     if let Err(err) = stream.write_all(&report).await {
                         return CloseReason::Io(err.to_string());
                     }
+                    status.0.lock().last_write_ms = now_millis();
                 }
                 SlaveOut::Append { offset, bytes } => {
                     let store = store.clone();
@@ -150,7 +382,11 @@ async fn replicate(
             _ = ticks.tick() => core.tick(now_millis()),
             read = stream.read_buf(&mut buf) => match read {
                 Ok(0) => core.on_eof(),
-                Ok(_) => core.on_bytes(&mut buf, now_millis()),
+                Ok(n) => {
+                    let now = now_millis();
+                    status.read(n, now);
+                    core.on_bytes(&mut buf, now);
+                }
                 Err(err) => return CloseReason::Io(err.to_string()),
             },
         }

@@ -14,6 +14,7 @@
 
 pub(crate) mod acks;
 pub(crate) mod client;
+pub(crate) mod divergence;
 pub mod master;
 pub(crate) mod service;
 pub mod slave;
@@ -32,8 +33,9 @@ pub struct HaTimings {
     pub housekeeping_interval_ms: i64,
     /// `haTransferBatchSize` (32 KiB): the largest body the master sends in one frame.
     pub transfer_batch_size: usize,
-    /// Skiff-only `haTransferFromMinOffset` (false): a slave reporting 0 gets the master's whole
-    /// CommitLog instead of only its last segment.
+    /// Skiff-only `haTransferFromMinOffset` (false): on a master, a slave reporting 0 gets the
+    /// master's whole CommitLog instead of only its last segment; on a slave, an empty store
+    /// copies its master's whole CommitLog, whatever the master (Java's included).
     pub transfer_from_min_offset: bool,
 }
 
@@ -57,6 +59,41 @@ impl Default for HaTimings {
             housekeeping_interval_ms: 20_000,
             transfer_batch_size: 32 * 1024,
             transfer_from_min_offset: false,
+        }
+    }
+}
+
+/// Bytes moved per second as Java's `FlowMonitor` shows them (`transferredByteInSecond`): the
+/// count of the last whole second, for GET_BROKER_HA_STATUS.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ByteRate {
+    /// The second (epoch s) `this_second` counts.
+    second: i64,
+    this_second: i64,
+    last_second: i64,
+}
+
+impl ByteRate {
+    pub(crate) fn add(&mut self, bytes: usize, now_ms: i64) {
+        let second = now_ms.div_euclid(1000);
+        if second != self.second {
+            self.last_second = if second == self.second + 1 {
+                self.this_second
+            } else {
+                0
+            };
+            self.this_second = 0;
+            self.second = second;
+        }
+        self.this_second += bytes as i64;
+    }
+
+    /// The bytes counted in the whole second before `now_ms`'s.
+    pub(crate) fn per_second(&self, now_ms: i64) -> i64 {
+        match now_ms.div_euclid(1000) - self.second {
+            0 => self.last_second,
+            1 => self.this_second,
+            _ => 0,
         }
     }
 }
@@ -144,5 +181,25 @@ impl fmt::Display for CloseReason {
                  set the same mappedFileSizeCommitLog on both brokers"
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ByteRate;
+
+    #[test]
+    fn the_rate_is_the_last_whole_seconds_count() {
+        let mut rate = ByteRate::default();
+        rate.add(100, 5_000);
+        rate.add(50, 5_999);
+        assert_eq!(rate.per_second(5_999), 0, "second 5 is not over");
+        assert_eq!(rate.per_second(6_000), 150);
+        rate.add(7, 6_500);
+        assert_eq!(rate.per_second(6_900), 150);
+        assert_eq!(rate.per_second(7_000), 7);
+        assert_eq!(rate.per_second(8_000), 0, "nothing in second 7");
+        rate.add(1, 9_000);
+        assert_eq!(rate.per_second(9_000), 0, "a gap of seconds counts nothing");
     }
 }

@@ -75,7 +75,7 @@ pub(crate) async fn serve(
             shutdown.clone(),
         );
         tokio::spawn(async move {
-            let reason = stream_to_slave(stream, store, acks, timings, shutdown).await;
+            let reason = stream_to_slave(stream, peer, store, acks, timings, shutdown).await;
             info!(%peer, %reason, "slave connection closed");
             drop(slot);
         });
@@ -85,6 +85,7 @@ pub(crate) async fn serve(
 /// Serves one slave until the connection ends; returns why it did.
 async fn stream_to_slave(
     stream: TcpStream,
+    peer: std::net::SocketAddr,
     store: Arc<MessageStore>,
     acks: Arc<ReplicaAcks>,
     timings: HaTimings,
@@ -92,7 +93,7 @@ async fn stream_to_slave(
 ) -> CloseReason {
     let (mut reader, mut writer) = stream.into_split();
     let conn = Arc::new(Mutex::new(MasterConn::new(timings, now_millis())));
-    let slave = acks.join();
+    let slave = acks.join(peer.to_string());
     let wake = Arc::new(Notify::new());
     let reading = {
         let (conn, wake) = (conn.clone(), wake.clone());
@@ -130,6 +131,7 @@ async fn stream_to_slave(
                         closed = Some(CloseReason::Io(err.to_string()));
                         break;
                     }
+                    slave.sent(offset + body.len() as i64, body.len(), now_millis());
                     sent = true;
                 }
                 MasterOut::Heartbeat { offset } => {
@@ -138,6 +140,7 @@ async fn stream_to_slave(
                         closed = Some(CloseReason::Io(err.to_string()));
                         break;
                     }
+                    slave.sent(offset, 0, now_millis());
                 }
                 MasterOut::Acked(offset) => slave.ack(offset),
                 MasterOut::Close(reason) => {
