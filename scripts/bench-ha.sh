@@ -7,17 +7,20 @@
 #     SYNC_MASTER + SYNC_FLUSH (inSyncReplicas=2: a send waits for the slave and the disk) and
 #     against one with ASYNC_MASTER + ASYNC_FLUSH: TPS and latency percentiles;
 #   - catch-up: a slave that was stopped while its master took CATCHUP_MB of 16 KiB messages
-#     starts again; `skiff migrate replicate` times it until it holds the master's whole CommitLog.
-#     The master is Apache's in both runs: a Skiff slave and, for reference, an Apache slave.
+#     starts again, on core 1 (no load generator runs then); `skiff migrate replicate` times it
+#     until it holds the master's whole CommitLog.
+#     A Skiff slave of an Apache master (the migration case), an Apache pair and a Skiff pair.
 #
 #   scripts/bench-ha.sh                 full run (10 s warm-up + 60 s per send run, 4 GiB catch-up)
 #   scripts/bench-ha.sh --quick         smoke run (5 s + 10 s, 512 MiB)
 #
 # Settings (environment): WARMUP, DURATION (seconds), CATCHUP_MB, KINDS ("skiff apache": whose
-# pairs send, and whose slaves catch up), WORK (scratch directory),
+# pairs send), CATCHUPS ("apache:skiff apache:apache skiff:skiff": master:slave pairs that catch
+# up), WORK (scratch directory),
 # APACHE_HEAP (each Apache broker's -Xms/-Xmx, 4g: two brokers share the machine), SKIFF_BIN.
 # Results: a key=value file and a Markdown table under WORK; paste the table into
-# docs/benchmarks.md ("Replication"). The stores are removed at the end (KEEP_STORES=1 keeps them).
+# docs/benchmarks.md ("Replication"). Each run's stores are removed once it is measured
+# (KEEP_STORES=1 keeps them); a full run needs about 10 GiB free at its peak.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -30,7 +33,8 @@ else
 fi
 WORK="${WORK:-${TMPDIR:-/tmp}/skiff-bench-ha}"
 APACHE_HEAP="${APACHE_HEAP:-4g}"
-KINDS="${KINDS:-skiff apache}"
+KINDS="${KINDS-skiff apache}"
+CATCHUPS="${CATCHUPS-apache:skiff apache:apache skiff:skiff}"
 NAMESRV_PORT=29876
 MASTER_PORT=30911
 SLAVE_PORT=31911
@@ -73,35 +77,39 @@ flushDiskType=$flush
 EOF
 }
 
-# run_broker KIND DIR NAME: starts one broker from DIR/NAME.conf on core 0; echoes its pid.
+# run_broker KIND DIR NAME [CPU]: starts one broker from DIR/NAME.conf on core CPU (default 0);
+# sets last_pid.
 run_broker() {
-    local kind="$1" dir="$2" name="$3" pid
+    local kind="$1" dir="$2" name="$3" cpu="${4:-$BROKER_CPU}" pid
     rm -f "$dir/$name.stdout"
     if [ "$kind" = skiff ]; then
-        taskset -c $BROKER_CPU "$skiff" --log-format json broker -c "$dir/$name.conf" \
+        taskset -c "$cpu" "$skiff" --log-format json broker -c "$dir/$name.conf" \
             >"$dir/$name.stdout" 2>"$dir/$name.stderr" &
         pid=$!
-        wait_line "$dir/$name.stdout" "broker is ready" 600 "$pid" >&2 || return 1
+        pids+=("$pid")
+        wait_line "$dir/$name.stdout" "broker is ready" 600 "$pid" || return 1
     else
         local home="$dir/home-$name"
         mkdir -p "$home"
-        (cd "$dir" && ROCKETMQ_HOME="$home" exec taskset -c $BROKER_CPU java "${apache_jvm[@]}" \
+        (cd "$dir" && ROCKETMQ_HOME="$home" exec taskset -c "$cpu" java "${apache_jvm[@]}" \
             "${jvm_opens[@]}" -Duser.home="$home" -Drocketmq.home.dir="$home" \
             -cp "$broker_cp" org.apache.rocketmq.broker.BrokerStartup -c "$dir/$name.conf" \
             >"$dir/$name.stdout" 2>"$dir/$name.stderr") &
         pid=$!
-        wait_line "$dir/$name.stdout" "boot success" 600 "$pid" >&2 || return 1
+        pids+=("$pid")
+        wait_line "$dir/$name.stdout" "boot success" 600 "$pid" || return 1
     fi
-    echo "$pid"
+    last_pid=$pid
 }
 
-# run_namesrv KIND DIR: echoes its pid.
+# run_namesrv KIND DIR: sets last_pid.
 run_namesrv() {
     local kind="$1" dir="$2" pid
     if [ "$kind" = skiff ]; then
         taskset -c $BROKER_CPU "$skiff" namesrv --listen "$ns" >"$dir/namesrv.stdout" 2>&1 &
         pid=$!
-        wait_line "$dir/namesrv.stdout" "name server is ready" 120 "$pid" >&2 || return 1
+        pids+=("$pid")
+        wait_line "$dir/namesrv.stdout" "name server is ready" 120 "$pid" || return 1
     else
         echo "listenPort=$NAMESRV_PORT" >"$dir/namesrv.conf"
         mkdir -p "$dir/home-namesrv"
@@ -110,9 +118,10 @@ run_namesrv() {
             org.apache.rocketmq.namesrv.NamesrvStartup -c "$dir/namesrv.conf" \
             >"$dir/namesrv.stdout" 2>&1) &
         pid=$!
-        wait_line "$dir/namesrv.stdout" "boot success" 120 "$pid" >&2 || return 1
+        pids+=("$pid")
+        wait_line "$dir/namesrv.stdout" "boot success" 120 "$pid" || return 1
     fi
-    echo "$pid"
+    last_pid=$pid
 }
 
 # wait_slave_registered: until the name server lists broker-a's brokerId 1 (up to 2 minutes).
@@ -136,10 +145,9 @@ sends() {
     log "$key: $kind pair, $role + $flush"
     broker_conf "$dir" master 0 "$role" "$flush" $MASTER_PORT
     broker_conf "$dir" slave 1 SLAVE "$flush" $SLAVE_PORT
-    ns_pid=$(run_namesrv "$kind" "$dir")
-    master_pid=$(run_broker "$kind" "$dir" master)
-    slave_pid=$(run_broker "$kind" "$dir" slave)
-    pids+=("$ns_pid" "$master_pid" "$slave_pid")
+    run_namesrv "$kind" "$dir"; ns_pid=$last_pid
+    run_broker "$kind" "$dir" master; master_pid=$last_pid
+    run_broker "$kind" "$dir" slave; slave_pid=$last_pid
     wait_slave_registered
     broker_pid=$master_pid
     bench "$dir/check.out" both --messages 2000 --producers 4 --queues 8 ||
@@ -155,28 +163,39 @@ sends() {
     stop "$slave_pid"
     stop "$master_pid"
     stop "$ns_pid"
+    remove_stores "$dir"
 }
 
-# catchup SLAVE_KIND: an Apache master, a SLAVE_KIND slave stopped while CATCHUP_MB arrive, then
-# started again and timed until it holds everything.
+# remove_stores DIR: the stores of a finished run (gigabytes each; the brokers of the next run
+# refuse writes once the disk is 90 % full). KEEP_STORES=1 keeps them.
+remove_stores() {
+    [ -n "${KEEP_STORES:-}" ] || rm -rf "$1"/store-*
+}
+
+# catchup MASTER_KIND SLAVE_KIND: a SLAVE_KIND slave stopped while its MASTER_KIND master takes
+# CATCHUP_MB, then started again and timed until it holds everything.
 catchup() {
-    local kind="$1" key="catchup.$1" dir="$WORK/catchup-$1" ns_pid master_pid slave_pid count
+    local master_kind="$1" kind="$2" key="catchup.$1.$2" dir="$WORK/catchup-$1-$2"
+    local ns_pid master_pid slave_pid count
     count=$((CATCHUP_MB * 1024 * 1024 / 16384))
     rm -rf "$dir" && mkdir -p "$dir"
-    log "$key: Apache master, $kind slave, $CATCHUP_MB MiB backlog"
+    log "$key: $master_kind master, $kind slave, $CATCHUP_MB MiB backlog"
     broker_conf "$dir" master 0 ASYNC_MASTER ASYNC_FLUSH $MASTER_PORT
     broker_conf "$dir" slave 1 SLAVE ASYNC_FLUSH $SLAVE_PORT
-    ns_pid=$(run_namesrv apache "$dir")
-    master_pid=$(run_broker apache "$dir" master)
-    slave_pid=$(run_broker "$kind" "$dir" slave)
-    pids+=("$ns_pid" "$master_pid" "$slave_pid")
+    run_namesrv "$master_kind" "$dir"; ns_pid=$last_pid
+    run_broker "$master_kind" "$dir" master; master_pid=$last_pid
+    run_broker "$kind" "$dir" slave; slave_pid=$last_pid
     wait_slave_registered
+    # A few messages the slave copies first: an empty slave would get only the master's last
+    # segment (Java's rule for a first report of 0), a slave with data everything after it.
+    bench "$dir/prime.out" produce --messages 100 --size 16384 --producers 1 --queues 8 || true
+    taskset -c $LOAD_CPU "$skiff" migrate -n "$ns" replicate --interval 100ms >/dev/null
     stop "$slave_pid"
     bench "$dir/fill.out" produce --messages "$count" --size 16384 --async --inflight 4 \
         --producers 4 --queues 8 || true
     python3 "$report" skiff "$dir/fill.out" produce "$key.fill" >>"$results"
-    slave_pid=$(run_broker "$kind" "$dir" slave)
-    pids+=("$slave_pid")
+    # Nothing else runs now: the slave gets the other core, as a slave on its own host would.
+    run_broker "$kind" "$dir" slave "$LOAD_CPU"; slave_pid=$last_pid
     taskset -c $LOAD_CPU "$skiff" migrate -n "$ns" --json replicate --interval 100ms \
         >"$dir/replicate.json" 2>"$dir/replicate.err" || log "$key: replicate failed (see $dir)"
     python3 - "$dir/replicate.json" "$key" >>"$results" <<'EOF'
@@ -190,6 +209,7 @@ EOF
     stop "$slave_pid"
     stop "$master_pid"
     stop "$ns_pid"
+    remove_stores "$dir"
 }
 
 mkdir -p "$WORK"
@@ -207,8 +227,8 @@ for kind in $KINDS; do
     sends "$kind" SYNC_MASTER SYNC_FLUSH
     sends "$kind" ASYNC_MASTER ASYNC_FLUSH
 done
-for kind in $KINDS; do
-    catchup "$kind"
+for pair in $CATCHUPS; do
+    catchup "${pair%:*}" "${pair#*:}"
 done
 put "meta.load_after" "$(cut -d' ' -f1-3 /proc/loadavg)"
 
@@ -229,14 +249,12 @@ for role in ("sync_master", "async_master"):
         print(f"\n{role}: Skiff / Apache send TPS = {ratio:.2f}", end="")
     except ValueError:
         pass
-print("\n\n| catch-up (Apache master) | backlog | seconds | MB/s |")
+print("\n\n| catch-up | backlog | seconds | MB/s |")
 print("|---|---|---|---|")
-for kind in ("skiff", "apache"):
-    k = f"catchup.{kind}"
-    print(f"| {kind} slave | {int(g(k + '.bytes', '0')) / 2**20:.0f} MiB | {g(k + '.secs')} | {g(k + '.mb_per_s')} |")
+for pair in ("apache.skiff", "apache.apache", "skiff.skiff"):
+    k = f"catchup.{pair}"
+    if k + ".bytes" in r:
+        m, s = pair.split(".")
+        print(f"| {m} master, {s} slave | {int(g(k + '.bytes')) / 2**20:.0f} MiB | {g(k + '.secs')} | {g(k + '.mb_per_s')} |")
 EOF
 cat "$WORK/results.md"
-if [ -z "${KEEP_STORES:-}" ]; then
-    rm -rf "$WORK"/*/store-*
-    log "broker stores removed (KEEP_STORES=1 keeps them)"
-fi

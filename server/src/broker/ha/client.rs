@@ -38,6 +38,9 @@ const RECONNECT_DELAY: Duration = Duration::from_secs(5);
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Java's timeout for a slave's remoting calls to its master (`SlaveSynchronize`).
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+/// What one read may take from the socket: several of a master's 32 KiB frames, appended with
+/// one blocking call ([`coalesce`]).
+const READ_BUFFER: usize = 1024 * 1024;
 /// A Skiff slave accepts frames up to this size (a Java master sends 32 KiB).
 const MAX_FRAME_BODY: usize = 16 * 1024 * 1024;
 
@@ -344,10 +347,11 @@ async fn replicate(
     shutdown: &CancellationToken,
 ) -> CloseReason {
     core.on_connected(store.commit_log_max_offset(), now_millis());
-    let mut buf = BytesMut::with_capacity(256 * 1024);
+    let segment_size = store.commit_log_segment_size();
+    let mut buf = BytesMut::with_capacity(READ_BUFFER);
     let mut ticks = tokio::time::interval(Duration::from_secs(1));
     loop {
-        let outs = core.take_ready();
+        let outs = coalesce(core.take_ready(), segment_size);
         let idle = outs.is_empty();
         for out in outs {
             match out {
@@ -376,7 +380,7 @@ async fn replicate(
         if !idle {
             continue;
         }
-        buf.reserve(64 * 1024);
+        buf.reserve(READ_BUFFER);
         tokio::select! {
             _ = shutdown.cancelled() => return CloseReason::Eof,
             _ = ticks.tick() => core.tick(now_millis()),
@@ -389,6 +393,104 @@ async fn replicate(
                 }
                 Err(err) => return CloseReason::Io(err.to_string()),
             },
+        }
+    }
+}
+
+/// Joins appends that continue one another within one CommitLog segment, so that a read holding
+/// many small frames costs one blocking call and one report, not one per frame (a store append
+/// never crosses a segment).
+fn coalesce(outs: Vec<SlaveOut>, segment_size: i64) -> Vec<SlaveOut> {
+    fn flush(run: &mut Vec<(i64, bytes::Bytes)>, into: &mut Vec<SlaveOut>) {
+        match run.len() {
+            0 => {}
+            1 => {
+                let (offset, bytes) = run.pop().expect("one");
+                into.push(SlaveOut::Append { offset, bytes });
+            }
+            _ => {
+                let offset = run[0].0;
+                let mut joined = BytesMut::with_capacity(run.iter().map(|(_, b)| b.len()).sum());
+                for (_, bytes) in run.drain(..) {
+                    joined.extend_from_slice(&bytes);
+                }
+                into.push(SlaveOut::Append {
+                    offset,
+                    bytes: joined.freeze(),
+                });
+            }
+        }
+    }
+    let mut merged = Vec::with_capacity(outs.len());
+    let mut run: Vec<(i64, bytes::Bytes)> = Vec::new();
+    for out in outs {
+        match out {
+            SlaveOut::Append { offset, bytes } => {
+                let continues = run.last().is_some_and(|(start, last)| {
+                    let first = run[0].0;
+                    *start + last.len() as i64 == offset
+                        && first.div_euclid(segment_size)
+                            == (offset + bytes.len() as i64 - 1).div_euclid(segment_size)
+                });
+                if !continues {
+                    flush(&mut run, &mut merged);
+                }
+                run.push((offset, bytes));
+            }
+            other => {
+                flush(&mut run, &mut merged);
+                merged.push(other);
+            }
+        }
+    }
+    flush(&mut run, &mut merged);
+    merged
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn append(offset: i64, len: usize) -> SlaveOut {
+        SlaveOut::Append {
+            offset,
+            bytes: Bytes::from(vec![offset as u8; len]),
+        }
+    }
+
+    fn spans(outs: &[SlaveOut]) -> Vec<(i64, usize)> {
+        outs.iter()
+            .map(|o| match o {
+                SlaveOut::Append { offset, bytes } => (*offset, bytes.len()),
+                _ => (-1, 0),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn adjacent_appends_join_within_a_segment_only() {
+        let outs = vec![
+            append(0, 10),
+            append(10, 10),
+            append(20, 12), // ends at the segment end (32)
+            append(32, 8),  // the next segment
+            append(40, 4),
+            append(50, 4), // a gap: never joined
+            SlaveOut::Write([0; 8]),
+            append(54, 2),
+        ];
+        let merged = coalesce(outs, 32);
+        assert_eq!(
+            spans(&merged),
+            [(0, 32), (32, 12), (50, 4), (-1, 0), (54, 2)]
+        );
+        match &merged[0] {
+            SlaveOut::Append { bytes, .. } => {
+                assert_eq!(&bytes[..10], &[0; 10]);
+                assert_eq!(&bytes[10..20], &[10; 10]);
+            }
+            _ => unreachable!(),
         }
     }
 }

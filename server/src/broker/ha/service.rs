@@ -82,6 +82,9 @@ pub(crate) async fn serve(
     }
 }
 
+/// How much of the stream to a slave is gathered into one write.
+const WRITE_BUFFER: usize = 256 * 1024;
+
 /// Serves one slave until the connection ends; returns why it did.
 async fn stream_to_slave(
     stream: TcpStream,
@@ -91,7 +94,10 @@ async fn stream_to_slave(
     timings: HaTimings,
     shutdown: CancellationToken,
 ) -> CloseReason {
-    let (mut reader, mut writer) = stream.into_split();
+    let (mut reader, writer) = stream.into_split();
+    // Frames are small (haTransferBatchSize, 32 KiB); buffered, a catching-up slave gets them in
+    // large writes. The buffer is flushed before every wait, so nothing sent waits in it.
+    let mut writer = tokio::io::BufWriter::with_capacity(WRITE_BUFFER, writer);
     let conn = Arc::new(Mutex::new(MasterConn::new(timings, now_millis())));
     let slave = acks.join(peer.to_string());
     let wake = Arc::new(Notify::new());
@@ -155,6 +161,9 @@ async fn stream_to_slave(
         if sent {
             continue; // more may be ready: stream without waiting
         }
+        if let Err(err) = writer.flush().await {
+            break CloseReason::Io(err.to_string());
+        }
         let deadline = conn.lock().next_deadline(now_millis());
         let wait = Duration::from_millis((deadline - now_millis()).clamp(1, 1000) as u64);
         tokio::select! {
@@ -169,7 +178,7 @@ async fn stream_to_slave(
 }
 
 async fn write_frame(
-    writer: &mut tokio::net::tcp::OwnedWriteHalf,
+    writer: &mut tokio::io::BufWriter<tokio::net::tcp::OwnedWriteHalf>,
     header: &[u8],
     body: &[u8],
 ) -> std::io::Result<()> {
