@@ -53,6 +53,8 @@ pub struct HaPair {
     slave_port: u16,
     opts: PairOptions,
     procs: Mutex<Procs>,
+    /// Keep the directory (marked FAILED) when dropped: a story failed.
+    failed: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -73,6 +75,7 @@ impl HaPair {
             slave_port: target::free_port(&[-2, 1])?,
             opts,
             procs: Mutex::new(Procs::default()),
+            failed: std::sync::atomic::AtomicBool::new(false),
         };
         pair.write_configs()?;
         let namesrv = pair.spawn_namesrv()?;
@@ -360,6 +363,13 @@ impl HaPair {
         Ok(None)
     }
 
+    /// Marks the pair failed: its directory stays for inspection when it is dropped, as it does
+    /// when a test panics while the pair is alive.
+    pub fn keep_as_failed(&self) {
+        self.failed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// The tail of every process's output, for failure messages.
     pub fn logs(&self) -> String {
         let procs = self.procs();
@@ -382,7 +392,7 @@ impl Drop for HaPair {
         procs.slave.take();
         procs.master.take();
         procs.namesrv.take();
-        if thread::panicking() {
+        if thread::panicking() || *self.failed.get_mut() {
             let _ = fs::write(self.dir.join(target::FAILED_MARK), b"");
             eprintln!("kept the pair dir {} for inspection", self.dir.display());
         } else if !settings::keep_dirs() {

@@ -49,6 +49,9 @@ fn run_pair(master: TargetKind, slave: TargetKind, version: &str) -> Result<()> 
     )?;
     let what = pair.describe();
     let result = story(&pair, version);
+    if result.is_err() {
+        pair.keep_as_failed();
+    }
     result.with_context(|| format!("{what}, client {version}\n{}", pair.logs()))
 }
 
@@ -256,20 +259,19 @@ fn migrate_story() -> Result<()> {
             "verify without a slave: {text}"
         );
         let port = pair.slave_port().to_string();
-        let (ok, text) = skiff_migrate(
-            &pair,
-            &[
-                "plan",
-                "--out",
-                &path("plan"),
-                "--data-root",
-                &path("plan-data"),
-                "--listen-port",
-                &port,
-                "--broker-ip",
-                "127.0.0.1",
-            ],
-        )?;
+        let (out, data) = (path("plan"), path("plan-data"));
+        let plan = [
+            "plan",
+            "--out",
+            &out,
+            "--data-root",
+            &data,
+            "--listen-port",
+            &port,
+            "--broker-ip",
+            "127.0.0.1",
+        ];
+        let (ok, text) = skiff_migrate(&pair, &plan)?;
         anyhow::ensure!(ok, "plan failed: {text}");
         anyhow::ensure!(
             text.contains(&pair.master()) && text.contains("Apache RocketMQ"),
@@ -280,20 +282,7 @@ fn migrate_story() -> Result<()> {
             conf.contains("brokerRole=SLAVE") && conf.contains("brokerId=1"),
             "{conf}"
         );
-        let (ok, again) = skiff_migrate(
-            &pair,
-            &[
-                "plan",
-                "--out",
-                &path("plan"),
-                "--data-root",
-                &path("plan-data"),
-                "--listen-port",
-                &port,
-                "--broker-ip",
-                "127.0.0.1",
-            ],
-        )?;
+        let (ok, again) = skiff_migrate(&pair, &plan)?;
         anyhow::ensure!(
             ok && again.contains("config unchanged"),
             "plan again: {again}"
@@ -369,5 +358,8 @@ fn migrate_story() -> Result<()> {
         )?;
         pair.check_alive()
     })();
+    if result.is_err() {
+        pair.keep_as_failed();
+    }
     result.with_context(|| pair.logs())
 }

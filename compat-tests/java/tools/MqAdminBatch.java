@@ -202,8 +202,23 @@ public class MqAdminBatch {
                 try {
                     SendResult sent = producer.send(new Message(words[3], "TagT", "traced".getBytes(StandardCharsets.UTF_8)));
                     System.out.println("traced " + sent.getSendStatus());
-                    // The trace goes to RMQ_SYS_TRACE_TOPIC in the background, keyed by the message id.
-                    Thread.sleep(5_000);
+                    // The trace goes to RMQ_SYS_TRACE_TOPIC in the background, keyed by the message id;
+                    // the first one creates that topic. Wait (bounded) until it has a route, then a
+                    // little more for the trace to be stored.
+                    var api = producer.getDefaultMQProducerImpl().getMqClientFactory().getMQClientAPIImpl();
+                    long deadline = System.currentTimeMillis() + 30_000;
+                    while (true) {
+                        try {
+                            api.getTopicRouteInfoFromNameServer("RMQ_SYS_TRACE_TOPIC", 3_000);
+                            break;
+                        } catch (Exception notYet) {
+                            if (System.currentTimeMillis() > deadline) {
+                                throw notYet;
+                            }
+                            Thread.sleep(200);
+                        }
+                    }
+                    Thread.sleep(2_000);
                     org.apache.rocketmq.tools.command.MQAdminStartup.main(new String[] {
                         "queryMsgTraceById", "-n", words[1], "-i", sent.getMsgId()});
                 } finally {

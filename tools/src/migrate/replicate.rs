@@ -72,9 +72,12 @@ async fn follow(
     bar.set_prefix(name.clone());
     let first = Runtime::read(admin, &slave.addr).await?.commit_log_max()?;
     let mut rate = Rate::new(first);
+    // The master's end when last asked. The slave is asked first each round: asked after the
+    // master, a slave of a master that is still taking writes could seem ahead of it.
+    let mut target: Option<i64> = None;
     loop {
-        let master_max = Runtime::read(admin, &master).await?.commit_log_max()?;
         let slave_max = Runtime::read(admin, &slave.addr).await?.commit_log_max()?;
+        let master_max = Runtime::read(admin, &master).await?.commit_log_max()?;
         if slave_max > master_max {
             bar.abandon();
             bail!(
@@ -97,16 +100,23 @@ async fn follow(
             ),
             _ => format!("lag {}", bytes(lag)),
         });
-        if lag == 0 {
+        // Caught up: the slave holds what the master had at the last round, or all it has now
+        // (a master still taking writes is always a little ahead).
+        let held = match target {
+            Some(end) if slave_max >= end => Some(end),
+            _ if lag == 0 => Some(master_max),
+            _ => None,
+        };
+        if let Some(end) = held {
             bar.finish_and_clear();
             let took = started.elapsed();
             let line = format!(
-                "{name}: the {} slave at {} holds the master's CommitLog up to {master_max} ({}), \
+                "{name}: the {} slave at {} holds the master's CommitLog up to {end} ({}), \
                  {} copied in {:.1} s",
                 slave.kind(),
                 slave.addr,
-                bytes(master_max),
-                bytes(master_max - first),
+                bytes(end),
+                bytes(slave_max - first),
                 took.as_secs_f64()
             );
             let json = json!({
@@ -114,12 +124,13 @@ async fn follow(
                 "master": master,
                 "slave": slave.addr,
                 "slaveKind": slave.kind(),
-                "commitLogMaxOffset": master_max,
-                "copiedBytes": master_max - first,
+                "commitLogMaxOffset": end,
+                "copiedBytes": slave_max - first,
                 "seconds": took.as_secs_f64(),
             });
             return Ok((line, json));
         }
+        target = Some(master_max);
         tokio::time::sleep(args.interval).await;
     }
 }

@@ -135,8 +135,10 @@ pub async fn run(admin: &Admin, args: VerifyArgs) -> Result<Shown> {
 
 async fn verify_pair(admin: &Admin, master: &str, slave: &str) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
-    let master_max = Runtime::read(admin, master).await?.commit_log_max()?;
+    // The slave first, then the master, here and per queue: the other way round, a slave of a
+    // master still taking writes (--allow-lag) could seem ahead of it.
     let slave_max = Runtime::read(admin, slave).await?.commit_log_max()?;
+    let master_max = Runtime::read(admin, master).await?.commit_log_max()?;
     checks.push(Check {
         name: "CommitLog end",
         outcome: compare(master_max, slave_max),
@@ -157,8 +159,8 @@ async fn verify_pair(admin: &Admin, master: &str, slave: &str) -> Result<Vec<Che
                 queue_id,
                 physical: true,
             };
-            let on_master = max_offset(admin, master, &queue).await?;
             let on_slave = max_offset(admin, slave, &queue).await.unwrap_or(0);
+            let on_master = max_offset(admin, master, &queue).await?;
             queues += 1;
             match compare(on_master, on_slave) {
                 Outcome::Lagging => behind += 1,
