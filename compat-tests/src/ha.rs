@@ -130,6 +130,22 @@ impl HaPair {
         self.wait_listed(id, addr)
     }
 
+    /// Starts the master's broker (of the master's kind, on the master's port) from `conf`, and
+    /// waits until the name server lists it as broker `id`: the old master back as a slave, or
+    /// as master again.
+    pub fn start_master_with(&self, conf: &str, id: u64) -> Result<()> {
+        fs::write(self.dir.join("master.conf"), conf)?;
+        let master = self.spawn_broker("master", self.opts.master)?;
+        self.procs().master = Some(master);
+        self.wait_listed(id, &self.master())
+    }
+
+    /// The master's `broker.conf` as it is now (a Java broker rewrites it with every setting at
+    /// an UPDATE_BROKER_CONFIG).
+    pub fn master_conf(&self) -> Result<String> {
+        Ok(fs::read_to_string(self.dir.join("master.conf"))?)
+    }
+
     /// Stops the master (SIGTERM, as an operator stops a broker) and waits for it to exit.
     pub fn stop_master(&self) -> Result<()> {
         let master = self.procs().master.take();
@@ -268,7 +284,7 @@ impl HaPair {
     }
 
     /// Waits until the name server's cluster info lists `addr` as broker `id` of `broker-a`.
-    fn wait_listed(&self, id: u64, addr: &str) -> Result<()> {
+    pub fn wait_listed(&self, id: u64, addr: &str) -> Result<()> {
         let deadline = Instant::now() + READY_TIMEOUT;
         let mut last = String::new();
         while Instant::now() < deadline {

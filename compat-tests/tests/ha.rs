@@ -175,12 +175,16 @@ fn skiff_master_with_apache_slave() {
     check(TargetKind::Skiff, TargetKind::Apache, &versions().1);
 }
 
-/// `skiff migrate` on a running Apache master: `plan` writes the Skiff slave's config, the slave
-/// started from it catches up while a producer keeps sending (`replicate`), and `verify` finds
-/// the CommitLog, every queue's max offset, the last records and the committed offsets equal.
-/// Then the cutover by hand: the Java master stops, the Skiff broker restarts as the master on
-/// the copied data, every acknowledged message is at its queue offset, and the consumer group
-/// resumes where it committed on the Java master, with nothing consumed twice.
+/// `skiff migrate` on a running Apache master, there and back: `plan` writes the Skiff slave's
+/// config, the slave started from it catches up while a producer keeps sending (`replicate`), and
+/// `verify` finds the CommitLog, every queue's max offset, the last records and the committed
+/// offsets equal. `cutover` runs while a producer keeps sending: writes stop on the Java master,
+/// the Java master is stopped when the command asks, and the Skiff broker becomes the master in
+/// place; the producer's sends go to it without a restart. Every acknowledged message is at its
+/// queue offset, and the consumer group resumes where it committed on the Java master, with
+/// nothing consumed twice. Then `rollback`: the old Java master, started again as a slave of the
+/// Skiff master, copies what it missed; the Skiff master turns into a slave, the Java broker is
+/// restarted as master when the command asks, and every acknowledged message is there.
 #[test]
 fn migrate_plan_replicate_verify_from_a_running_apache_master() {
     if settings::target_kind().expect("SKIFF_COMPAT_TARGET") != TargetKind::Skiff {
@@ -191,6 +195,99 @@ fn migrate_plan_replicate_verify_from_a_running_apache_master() {
     if let Err(e) = migrate_story() {
         panic!("{e:#}");
     }
+}
+
+/// Runs `skiff migrate <args>` and, when a line of its output contains `asks`, does `answer`
+/// (what an operator does when told); returns its exit status and output.
+fn skiff_migrate_asking(
+    pair: &HaPair,
+    args: &[&str],
+    asks: &str,
+    answer: impl FnOnce() -> Result<()>,
+) -> Result<(bool, String)> {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    use std::sync::mpsc;
+
+    let mut child = std::process::Command::new(skiff_compat_tests::target::skiff_bin()?)
+        .arg("migrate")
+        .arg("-n")
+        .arg(pair.namesrv())
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    let (tx, rx) = mpsc::channel::<String>();
+    let stdout = child.stdout.take().context("no stdout")?;
+    let stderr = child.stderr.take().context("no stderr")?;
+    let readers = [
+        Box::new(stdout) as Box<dyn std::io::Read + Send>,
+        Box::new(stderr),
+    ]
+    .map(|out| {
+        let tx = tx.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(out).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        })
+    });
+    drop(tx);
+    let deadline = Instant::now() + Duration::from_secs(900);
+    let mut answer = Some(answer);
+    let mut text = String::new();
+    let outcome = loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(line) => {
+                println!("    | {line}");
+                let asked = line.contains(asks);
+                text.push_str(&line);
+                text.push('\n');
+                if asked {
+                    if let Some(answer) = answer.take() {
+                        if let Err(e) = answer() {
+                            break Err(e.context(format!("answering skiff migrate: {text}")));
+                        }
+                    }
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => break Ok(()),
+            Err(mpsc::RecvTimeoutError::Timeout) if Instant::now() > deadline => {
+                break Err(anyhow::anyhow!("skiff migrate did not finish: {text}"))
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    };
+    if outcome.is_err() {
+        let _ = child.kill();
+    }
+    let status = child.wait()?;
+    for reader in readers {
+        let _ = reader.join();
+    }
+    outcome?;
+    println!("  skiff migrate {}: {status}", args.join(" "));
+    anyhow::ensure!(
+        answer.is_none() || !status.success(),
+        "skiff migrate never asked \"{asks}\": {text}"
+    );
+    Ok((status.success(), text))
+}
+
+/// `conf` (Java properties) with each of `keys` set: its line replaced, or added.
+fn set_keys(conf: &str, keys: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    for line in conf.lines() {
+        let key = line.split(['=', ':']).next().unwrap_or("").trim();
+        if !keys.iter().any(|(k, _)| *k == key) {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    for (k, v) in keys {
+        out.push_str(&format!("{k}={v}\n"));
+    }
+    out
 }
 
 /// Runs `skiff migrate <args>`; returns its exit status and output.
@@ -329,20 +426,52 @@ fn migrate_story() -> Result<()> {
             );
         }
 
-        // The cutover, by hand until `skiff migrate cutover` exists: the Java master stops, the
-        // Skiff slave restarts on its data as the group's master.
-        pair.stop_master()?;
-        pair.stop_slave()?;
-        let promoted = conf.replace(
-            "brokerId=1\nbrokerRole=SLAVE\n",
-            "brokerId=0\nbrokerRole=ASYNC_MASTER\n",
-        );
-        anyhow::ensure!(promoted != conf, "the slave config changed shape: {conf}");
-        pair.start_slave_with(&promoted, 0, &pair.slave())?;
+        // The cutover, with a producer sending every 100 ms throughout: its sends fail while
+        // the group has no writable master, and go to the Skiff broker once it is the master.
+        let a = args(&[
+            ("count", "600".into()),
+            ("prefix", "across".into()),
+            ("out", path("across.txt")),
+            ("pause-ms", "100".into()),
+            ("stop-after-failures", "1000000".into()),
+        ]);
+        let a: Vec<(&str, &str)> = a.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let mut producer = client.spawn(
+            "restart-produce",
+            &a,
+            &pair.dir().join("runs").join("produce-across"),
+        )?;
+        std::thread::sleep(Duration::from_secs(3));
+        let cutover = ["cutover", "-b", "broker-a", "--interval", "200ms"];
+        let (ok, text) = skiff_migrate_asking(&pair, &cutover, "Stop the Java master", || {
+            pair.stop_master()
+        })?;
+        anyhow::ensure!(ok && text.contains("is now the master"), "cutover: {text}");
+        let (ok, again) = skiff_migrate(&pair, &cutover)?;
+        anyhow::ensure!(ok && again.contains("already the master"), "{again}");
         println!("  cut over: the Skiff broker is broker-a's master");
+        let status = producer
+            .wait_for(SCENARIO_TIMEOUT)?
+            .context("the producer did not finish")?;
+        anyhow::ensure!(status.success(), "producer: {}", producer.output_tail(30));
+        // Acknowledged by both: an offset msgId names the broker that stored it (IP, then port).
+        let across = fs::read_to_string(path("across.txt"))?;
+        for (broker, port) in [("Java", pair.master()), ("Skiff", pair.slave())] {
+            let port: u16 = port.rsplit(':').next().unwrap_or_default().parse()?;
+            let hex = format!("{port:08X}");
+            anyhow::ensure!(
+                across.lines().any(|l| l
+                    .split(' ')
+                    .nth(4)
+                    .is_some_and(|id| id.get(8..16) == Some(&hex))),
+                "no send across the cutover was acknowledged by the {broker} broker: {across}"
+            );
+        }
         fs::write(
             path("all.txt"),
-            fs::read_to_string(path("before.txt"))? + &fs::read_to_string(path("during.txt"))?,
+            fs::read_to_string(path("before.txt"))?
+                + &fs::read_to_string(path("during.txt"))?
+                + &across,
         )?;
         // Every acknowledged message is at its queue offset, and new sends follow them.
         run("restart-verify", &[("in", path("all.txt"))], "verify")?;
@@ -356,10 +485,171 @@ fn migrate_story() -> Result<()> {
             ],
             "consume-after",
         )?;
+
+        // The rollback: the old Java master comes back as a slave of the Skiff master (Java
+        // rewrote its broker.conf, with brokerPermission=4, at the cutover).
+        let java = pair.master_conf()?;
+        pair.start_master_with(
+            &set_keys(
+                &java,
+                &[
+                    ("brokerId", "1"),
+                    ("brokerRole", "SLAVE"),
+                    ("brokerPermission", "6"),
+                ],
+            ),
+            1,
+        )?;
+        let rollback = ["rollback", "-b", "broker-a", "--interval", "200ms"];
+        let (ok, text) = skiff_migrate_asking(&pair, &rollback, "restart the Java slave", || {
+            pair.stop_master()?;
+            pair.start_master_with(
+                &set_keys(
+                    &java,
+                    &[
+                        ("brokerId", "0"),
+                        ("brokerRole", "ASYNC_MASTER"),
+                        ("brokerPermission", "6"),
+                    ],
+                ),
+                0,
+            )
+        })?;
+        anyhow::ensure!(ok && text.contains("the master again"), "rollback: {text}");
+        let (ok, again) = skiff_migrate(&pair, &rollback)?;
+        anyhow::ensure!(ok && again.contains("already the master"), "{again}");
+        pair.wait_listed(2, &pair.slave())?;
+        println!("  rolled back: the Java broker is broker-a's master, the Skiff broker its slave");
+        run(
+            "restart-verify",
+            &[("in", path("all.txt")), ("prefix", "after-rollback".into())],
+            "verify-rolled-back",
+        )?;
+        // The Skiff broker, now a slave of the Java master, copies what it wrote since.
+        pair.wait_slave_synced(&format!("compat_restart_{id}"), QUEUES, None, SYNC_TIMEOUT)?;
         pair.check_alive()
     })();
     if result.is_err() {
         pair.keep_as_failed();
     }
     result.with_context(|| pair.logs())
+}
+
+/// A Skiff slave whose CommitLog a Java master does not continue is refused, and its files stay
+/// as they were: first the master lost its store (started again empty, it holds less than the
+/// slave: refused as ahead), then that master writes past the slave's end with other records at
+/// the same offsets (refused as diverged).
+#[test]
+fn a_skiff_slave_refuses_a_java_master_that_does_not_continue_it() {
+    if settings::target_kind().expect("SKIFF_COMPAT_TARGET") != TargetKind::Skiff {
+        println!("skipped: a Skiff slave is a Skiff target's test");
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let pair = HaPair::start(
+        "ha-diverged",
+        PairOptions {
+            master: TargetKind::Apache,
+            slave: TargetKind::Skiff,
+            master_role: "ASYNC_MASTER",
+            settings: Vec::new(),
+        },
+    )
+    .unwrap();
+    let result = diverged_story(&pair);
+    if result.is_err() {
+        pair.keep_as_failed();
+    }
+    if let Err(e) = result.with_context(|| pair.logs()) {
+        panic!("{e:#}");
+    }
+}
+
+fn diverged_story(pair: &HaPair) -> Result<()> {
+    let version = versions().1;
+    let client = Client::get(&version)?;
+    let id = unique_id(&version);
+    let namesrv = pair.namesrv();
+    let produce = |prefix: &str, first: u32, count: u32| -> Result<()> {
+        let (first, count) = (first.to_string(), count.to_string());
+        let out = pair.dir().join(format!("{prefix}.txt"));
+        let out = out.to_string_lossy();
+        let args = [
+            ("namesrv", namesrv.as_str()),
+            ("id", id.as_str()),
+            ("prefix", prefix),
+            ("first", first.as_str()),
+            ("count", count.as_str()),
+            ("out", &*out),
+        ];
+        let dir = pair.dir().join("runs").join(format!("{prefix}-{first}"));
+        client.run("restart-produce", &args, &dir, SCENARIO_TIMEOUT)?;
+        Ok(())
+    };
+    let topic = format!("compat_restart_{id}");
+    // The slave copies 200 records of the first master.
+    produce("first", 0, 200)?;
+    pair.start_slave()?;
+    pair.wait_slave_synced(&topic, QUEUES, None, SYNC_TIMEOUT)?;
+    pair.stop_slave()?;
+    let commit_log = pair.dir().join("store-slave").join("commitlog");
+    let held = segments(&commit_log)?;
+
+    // The master loses its store and starts again: 20 records, fewer than the slave holds.
+    pair.stop_master()?;
+    fs::remove_dir_all(pair.dir().join("store-master"))?;
+    pair.start_master_with(&pair.master_conf()?, 0)?;
+    produce("again", 0, 20)?;
+    pair.start_slave()?;
+    let line = wait_logged(
+        pair,
+        &["replication refused", "the master holds no record at"],
+    )?;
+    println!("  refused as ahead: {line}");
+    // Records of the same sizes (same sequence numbers, same-length prefixes) reach past the
+    // slave's last one: at its offset the master now holds another record.
+    produce("again", 20, 380)?;
+    let line = wait_logged(pair, &["replication refused", "the CommitLogs diverged"])?;
+    println!("  refused as diverged: {line}");
+    pair.stop_slave()?;
+    for (name, bytes) in segments(&commit_log)? {
+        match held.get(&name) {
+            Some(was) => anyhow::ensure!(bytes == *was, "{name} was changed"),
+            None => anyhow::ensure!(bytes.iter().all(|b| *b == 0), "{name} was written"),
+        }
+    }
+    Ok(())
+}
+
+/// Every CommitLog segment in `dir`, by name.
+fn segments(dir: &std::path::Path) -> Result<std::collections::BTreeMap<String, Vec<u8>>> {
+    let mut files = std::collections::BTreeMap::new();
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        files.insert(name, fs::read(&path)?);
+    }
+    Ok(files)
+}
+
+/// Waits (60 s at most) until a line of the slave's log has every one of `parts`.
+fn wait_logged(pair: &HaPair, parts: &[&str]) -> Result<String> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        for file in ["slave.out", "slave.err"] {
+            let log = fs::read_to_string(pair.dir().join(file)).unwrap_or_default();
+            if let Some(line) = log.lines().find(|l| parts.iter().all(|p| l.contains(p))) {
+                return Ok(line.to_string());
+            }
+        }
+        anyhow::ensure!(
+            Instant::now() < deadline,
+            "the slave never logged {parts:?}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -14,6 +14,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use skiff_model::admin::AdminCommand;
 use skiff_model::command::{
     ErrorKind, PullRequest, PullStatus, QueueRef, Reply, Request, SendStatus,
     SubscriptionExpression,
@@ -523,6 +524,247 @@ async fn an_empty_slave_with_ha_transfer_from_min_offset_copies_the_whole_log() 
     assert!(
         commit_log(slave_dir.path(), end) == commit_log(cluster.store_dir(), end),
         "the slave's CommitLog is the master's from 0"
+    );
+
+    slave.shutdown().await;
+    cluster.stop().await;
+}
+
+/// A slave promoted with UPDATE_BROKER_CONFIG (`brokerId=0`, `brokerRole=ASYNC_MASTER`, what
+/// `skiff migrate cutover` sends) asks to be started again in place; started with the settings
+/// it gives, it is the group's master on the same port, continues every queue where the old
+/// master left it and keeps the committed offsets it synced.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_promoted_slave_restarts_as_master_on_its_port() {
+    let cluster = Cluster::start(async_master_config).await;
+    let master = cluster.broker_client().await;
+    send_many(&master, 20, b'p').await;
+    assert!(matches!(
+        master
+            .invoke(
+                &Request::UpdateConsumerOffset {
+                    group: "reader".into(),
+                    queue: QueueRef {
+                        topic: TOPIC.into(),
+                        queue_id: 2,
+                        physical: false,
+                    },
+                    offset: 4,
+                },
+                TIMEOUT,
+            )
+            .await,
+        Ok(Reply::Success)
+    ));
+    let slave_dir = tempfile::tempdir().unwrap();
+    let mut config = slave_config(&cluster, slave_dir.path());
+    // What UPDATE_BROKER_CONFIG checks: a message fits a segment.
+    config.max_message_size = 128 * 1024;
+    let slave = Broker::start(config).await.unwrap();
+    let slave_addr = slave.local_addr();
+    caught_up(&master, &client(&slave).await).await;
+    drop(master);
+    let (namesrv, _master_dir) = cluster.stop_broker().await;
+
+    let promote = AdminCommand::UpdateBrokerConfig {
+        properties: "brokerId=0\nbrokerRole=ASYNC_MASTER\n".into(),
+    };
+    let answer = client(&slave)
+        .await
+        .invoke(&Request::Admin(promote), TIMEOUT)
+        .await;
+    assert!(matches!(answer, Ok(Reply::Success)), "{answer:?}");
+    let config = tokio::time::timeout(TIMEOUT, slave.restart_requested())
+        .await
+        .expect("no restart requested");
+    assert_eq!(
+        (config.broker_role, config.broker_id),
+        (BrokerRole::AsyncMaster, 0)
+    );
+    slave.shutdown().await;
+    let promoted = Broker::start(config).await.unwrap();
+    assert_eq!(promoted.local_addr(), slave_addr);
+
+    let to_promoted = client(&promoted).await;
+    assert_eq!(
+        send(&to_promoted, 2, b"after".to_vec()).await,
+        (SendStatus::Ok, 5),
+        "queue 2 held 5 records"
+    );
+    let offset = to_promoted
+        .invoke(
+            &Request::QueryConsumerOffset {
+                group: "reader".into(),
+                queue: QueueRef {
+                    topic: TOPIC.into(),
+                    queue_id: 2,
+                    physical: false,
+                },
+                set_zero_if_not_found: false,
+            },
+            TIMEOUT,
+        )
+        .await;
+    assert!(matches!(offset, Ok(Reply::Offset(4))), "{offset:?}");
+    let route = RemotingClient::connect(&namesrv.local_addr().to_string(), TIMEOUT)
+        .await
+        .unwrap()
+        .invoke(
+            &Request::GetRouteInfo {
+                topic: TOPIC.into(),
+            },
+            TIMEOUT,
+        )
+        .await;
+    match route {
+        Ok(Reply::Route(route)) => {
+            let addrs = &route.broker_datas[0].broker_addrs;
+            assert_eq!(addrs.len(), 1, "{addrs:?}");
+            assert_eq!(addrs[&0], slave_addr.to_string());
+        }
+        other => panic!("no route: {other:?}"),
+    }
+
+    promoted.shutdown().await;
+    namesrv.shutdown().await;
+}
+
+/// What the fault proxy does to the first data frame of a connection.
+#[derive(Clone, Copy, Debug)]
+enum Fault {
+    /// Half the frame, then the connection closes.
+    Truncate,
+    /// The frame's CommitLog offset is off by one.
+    WrongOffset,
+    /// One byte of the first record's body flipped (its CRC no longer matches).
+    FlipBody,
+    /// Two seconds late, then everything as sent.
+    Delay,
+}
+
+/// A proxy between a slave and its master's HA port that spoils the first data frame (a transfer
+/// header and at least one record) of each connection with the next of `faults`; connections
+/// after those pass everything through.
+async fn fault_proxy(master_ha: std::net::SocketAddr, faults: Vec<Fault>) -> std::net::SocketAddr {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let mut faults = faults.into_iter();
+        while let Ok((slave, _)) = listener.accept().await {
+            let Ok(master) = tokio::net::TcpStream::connect(master_ha).await else {
+                continue;
+            };
+            let fault = faults.next();
+            tokio::spawn(async move {
+                let (mut from_slave, mut to_slave) = slave.into_split();
+                let (mut from_master, mut to_master) = master.into_split();
+                let reports =
+                    tokio::spawn(
+                        async move { tokio::io::copy(&mut from_slave, &mut to_master).await },
+                    );
+                let mut fault = fault;
+                loop {
+                    let mut header = [0u8; 12];
+                    if from_master.read_exact(&mut header).await.is_err() {
+                        break;
+                    }
+                    let size = i32::from_be_bytes(header[8..12].try_into().unwrap()) as usize;
+                    let mut body = vec![0u8; size];
+                    if from_master.read_exact(&mut body).await.is_err() {
+                        break;
+                    }
+                    match fault.filter(|_| size > 0) {
+                        Some(Fault::Truncate) => {
+                            let _ = to_slave.write_all(&header).await;
+                            let _ = to_slave.write_all(&body[..size / 2]).await;
+                            break;
+                        }
+                        Some(Fault::WrongOffset) => {
+                            let offset = i64::from_be_bytes(header[..8].try_into().unwrap());
+                            header[..8].copy_from_slice(&(offset + 1).to_be_bytes());
+                        }
+                        // A record's body starts 88 bytes in (IPv4 hosts); the bodies are 2 KiB.
+                        Some(Fault::FlipBody) => body[90] ^= 0xff,
+                        Some(Fault::Delay) => tokio::time::sleep(Duration::from_secs(2)).await,
+                        None => {}
+                    }
+                    if size > 0 {
+                        fault = None;
+                    }
+                    if to_slave.write_all(&header).await.is_err()
+                        || to_slave.write_all(&body).await.is_err()
+                    {
+                        break;
+                    }
+                }
+                reports.abort();
+            });
+        }
+    });
+    addr
+}
+
+/// Truncated, misplaced and corrupted HA frames (through a proxy that spoils them) close the
+/// link with nothing of them appended; the slave reconnects each time, says where it stopped,
+/// and in the end holds the master's CommitLog byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spoiled_frames_close_the_link_and_append_nothing() {
+    let logged = logged();
+    let cluster = Cluster::start(async_master_config).await;
+    let master = cluster.broker_client().await;
+    send_many(&master, 40, b'f').await;
+    let faults = vec![
+        Fault::Truncate,
+        Fault::WrongOffset,
+        Fault::FlipBody,
+        Fault::Delay,
+    ];
+    let proxy = fault_proxy(cluster.broker.ha_addr().unwrap(), faults).await;
+    let slave_dir = tempfile::tempdir().unwrap();
+    let mut config = slave_config(&cluster, slave_dir.path());
+    config.ha_master_address = Some(proxy.to_string());
+    let slave = Broker::start(config).await.unwrap();
+    let to_slave = client(&slave).await;
+    // Each spoiled frame closes the link, saying where the slave stopped and why.
+    for reason in [
+        "the peer closed the HA connection",
+        "not at a CommitLog segment start",
+        "body CRC",
+    ] {
+        let via = format!("master={proxy}");
+        let line = logged
+            .wait_for(
+                &["replication link closed", reason, &via],
+                Duration::from_secs(20),
+            )
+            .await;
+        assert!(line.contains("replicated_up_to=0"), "{line}");
+    }
+    // Whatever the slave holds is a prefix of the master's CommitLog.
+    let held = commit_log_max_offset(&to_slave).await;
+    assert_eq!(
+        commit_log(slave_dir.path(), held),
+        commit_log(cluster.store_dir(), held)
+    );
+    send_many(&master, 40, b'g').await;
+    let end = tokio::time::timeout(Duration::from_secs(40), async {
+        loop {
+            let (m, s) = (
+                commit_log_max_offset(&master).await,
+                commit_log_max_offset(&to_slave).await,
+            );
+            if m == s {
+                return m;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+    .expect("the slave never caught up through the proxy");
+    assert!(
+        commit_log(slave_dir.path(), end) == commit_log(cluster.store_dir(), end),
+        "the slave's CommitLog is the master's, byte for byte"
     );
 
     slave.shutdown().await;

@@ -196,12 +196,42 @@ fn start_failure(err: anyhow::Error, what: &str, addr: SocketAddr, flag: &str) -
     })
 }
 
+/// Serves until a stop signal, restarting the broker in place whenever UPDATE_BROKER_CONFIG
+/// changes its role (a slave promoted by `skiff migrate cutover`, or by hand).
 async fn wait_and_stop(
     mut signals: StopSignals,
-    broker: Option<Broker>,
+    mut broker: Option<Broker>,
     namesrv: Option<NameServer>,
 ) -> Result<(), Failure> {
-    let signal = signals.next().await;
+    let signal = loop {
+        let restart = async {
+            match &broker {
+                Some(broker) => broker.restart_requested().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            signal = signals.next() => break signal,
+            config = restart => {
+                let Some(old) = broker.take() else { unreachable!("restart without a broker") };
+                info!(role = %config.broker_role, broker_id = config.broker_id, "restarting the broker in place with its new role");
+                tokio::time::timeout(BROKER_STOP, old.shutdown())
+                    .await
+                    .map_err(|_| Failure::Stop(format!(
+                        "the broker did not stop within {} s for its role change; start it again",
+                        BROKER_STOP.as_secs()
+                    )))?;
+                let started = Broker::start(config.clone())
+                    .await
+                    .map_err(|e| start_failure(e, "broker", bind_addr(&config), "--set listenPort=PORT"))?;
+                println!(
+                    "Skiff broker restarted as {} (brokerId {}).",
+                    config.broker_role, config.broker_id
+                );
+                broker = Some(started);
+            }
+        }
+    };
     info!("{signal} received: stopping (again to stop at once)");
     let in_order = async {
         if let Some(broker) = broker {

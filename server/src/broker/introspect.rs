@@ -771,13 +771,15 @@ fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
     };
     let keys: Vec<&str> = changes.iter().map(|(key, _)| key.as_str()).collect();
     let permission_changed = keys.contains(&"brokerPermission");
+    let role_changed =
+        updated.broker_role != settings.broker_role || updated.broker_id != settings.broker_id;
     match &state.settings_file {
         Some(file) => {
-            info!(?keys, file = %file.path().display(), "broker settings updated (UPDATE_BROKER_CONFIG) and written into the config file; brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup and the retention settings apply at once, the others after a restart");
+            info!(?keys, file = %file.path().display(), "broker settings updated (UPDATE_BROKER_CONFIG) and written into the config file; brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup and the retention settings apply at once, brokerRole and brokerId by a restart in place, the others after a restart");
             file.record(&changes);
         }
         None => {
-            info!(?keys, "broker settings updated (UPDATE_BROKER_CONFIG); brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup and the retention settings apply at once, the others would after a restart, but the broker started without a config file: they are lost at a restart (start with -c FILE to keep them)");
+            info!(?keys, "broker settings updated (UPDATE_BROKER_CONFIG); brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup and the retention settings apply at once, brokerRole and brokerId by a restart in place, the others would after a restart, but the broker started without a config file: they are lost at a restart (start with -c FILE to keep them)");
         }
     }
     state.broker_permission.store(
@@ -812,7 +814,16 @@ fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
         if !written {
             warn!("the config file is not written yet (see the earlier warning); the settings hold until a restart");
         }
-        if permission_changed {
+        if role_changed {
+            // Unlike Java (the role changes at the next restart), at once: whoever runs the
+            // broker starts it again in place, after this answer has gone out.
+            info!(
+                role = %state.settings.read().broker_role,
+                broker_id = state.settings.read().broker_id,
+                "brokerRole or brokerId updated: the broker restarts in place to take its new role"
+            );
+            state.restart.notify_one();
+        } else if permission_changed {
             // A new data version, so that name servers take the routes with the new permission.
             state.topics.touch();
             state.name_servers.register(&state).await;

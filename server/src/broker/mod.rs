@@ -144,6 +144,10 @@ pub(crate) struct BrokerState {
     ha_port: Option<u16>,
     /// The timer's last checkpoint (`None` without a timer, as on a slave).
     timer_progress: timer::Progress,
+    /// Fired when UPDATE_BROKER_CONFIG changed `brokerRole` or `brokerId`: the role lives in
+    /// the store, the listeners and every background task, so the broker starts again in place
+    /// with `settings` ([`Broker::restart_requested`]).
+    restart: tokio::sync::Notify,
 }
 
 impl BrokerState {
@@ -158,6 +162,7 @@ impl BrokerState {
     ) -> BrokerState {
         BrokerState {
             settings: parking_lot::RwLock::new(config.clone()),
+            restart: tokio::sync::Notify::new(),
             settings_file: config
                 .config_file
                 .clone()
@@ -710,6 +715,30 @@ impl Broker {
             registering,
             timer,
         })
+    }
+
+    /// Waits until UPDATE_BROKER_CONFIG changes `brokerRole` or `brokerId` (a slave promoted to
+    /// master, a master turned slave), then gives the settings to start again with: the caller
+    /// [`shuts down`](Broker::shutdown) this broker and starts one with them, on the ports this
+    /// one listened on. Clients reconnect as after any broker restart; routes follow at the new
+    /// broker's registration.
+    pub async fn restart_requested(&self) -> BrokerConfig {
+        self.state.restart.notified().await;
+        let mut config = self.state.settings.read().clone();
+        // Same address for clients and slaves, even where the first start took any free port.
+        config.listen_port = self.local_addr.port();
+        if self.state.config.listen_port == 0 && config.ha_listen_port.is_none() {
+            // Any free port again (listen port + 1 may be taken), or the one slaves know.
+            config.ha_listen_port = Some(self.state.ha_port.unwrap_or(0));
+        }
+        config
+    }
+
+    /// Where slaves connect (`haListenPort`); `None` on a slave.
+    pub fn ha_addr(&self) -> Option<SocketAddr> {
+        self.state
+            .ha_port
+            .map(|port| SocketAddr::new(self.local_addr.ip(), port))
     }
 
     /// The address the listener is bound to.

@@ -98,6 +98,12 @@ impl Cluster {
         }
     }
 
+    /// Stops only the broker; the name server keeps serving (and its temp dir is kept).
+    pub async fn stop_broker(self) -> (NameServer, tempfile::TempDir) {
+        self.broker.shutdown().await;
+        (self.namesrv, self._dir)
+    }
+
     pub async fn stop(self) {
         self.broker.shutdown().await;
         self.namesrv.shutdown().await;

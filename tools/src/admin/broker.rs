@@ -6,16 +6,12 @@ use std::collections::BTreeMap;
 use anyhow::{anyhow, bail, Result};
 use clap::{Args, Subcommand};
 use serde_json::json;
+use skiff_model::admin::{AdminCommand, AdminReply};
 use skiff_model::command::{Reply, Request};
-use skiff_protocol::remoting::RemotingCommand;
 
 use super::client::{Admin, Master};
 use super::output::{table, Shown};
 use super::topic::{brokers_json, names, Placement};
-
-/// Request codes (`RequestCode`) the command model has no variant for.
-const UPDATE_BROKER_CONFIG: i32 = 25;
-const GET_BROKER_CONFIG: i32 = 26;
 
 #[derive(Debug, Args)]
 #[command(after_long_help = "\
@@ -213,28 +209,35 @@ async fn get(admin: &Admin, args: GetArgs) -> Result<Shown> {
 }
 
 /// GET_BROKER_CONFIG: the body is the settings as Java properties text.
+/// UPDATE_BROKER_CONFIG: `properties` (`key=value` lines) applied by the broker at `addr`.
+pub(crate) async fn update_broker_config(
+    admin: &Admin,
+    addr: &str,
+    properties: &str,
+) -> Result<()> {
+    let request = Request::Admin(AdminCommand::UpdateBrokerConfig {
+        properties: properties.to_string(),
+    });
+    match admin.call(addr, &request).await? {
+        Reply::Success => Ok(()),
+        other => bail!("{addr} answered a settings update with {other:?}"),
+    }
+}
+
 pub(crate) async fn broker_config(
     admin: &Admin,
     master: &Master,
 ) -> Result<BTreeMap<String, String>> {
-    let frame = RemotingCommand::request(GET_BROKER_CONFIG, 0);
-    let response = admin.call_frame(&master.addr, frame).await?;
-    let body = response.body.to_bytes();
-    let text = std::str::from_utf8(&body)
-        .map_err(|_| anyhow!("{} sent broker settings that are not UTF-8", master.addr))?;
-    Ok(parse_properties(text))
-}
-
-/// Java properties as `MixAll.properties2String` writes them: `key=value` lines.
-fn parse_properties(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(str::trim_start)
-        .filter(|line| !line.is_empty() && !line.starts_with('#') && !line.starts_with('!'))
-        .map(|line| {
-            let (key, value) = line.split_once(['=', ':']).unwrap_or((line, ""));
-            (key.trim().to_string(), value.trim().to_string())
-        })
-        .collect()
+    match admin
+        .call(&master.addr, &Request::Admin(AdminCommand::GetBrokerConfig))
+        .await?
+    {
+        Reply::Admin(AdminReply::Config { properties, .. }) => Ok(properties.into_iter().collect()),
+        other => Err(anyhow!(
+            "{} answered its settings with {other:?}",
+            master.addr
+        )),
+    }
 }
 
 async fn set(admin: &Admin, args: SetArgs) -> Result<Shown> {
@@ -250,9 +253,7 @@ async fn set(admin: &Admin, args: SetArgs) -> Result<Shown> {
         .map(|(k, v)| format!("{k}={v}\n"))
         .collect();
     for master in &masters {
-        let mut frame = RemotingCommand::request(UPDATE_BROKER_CONFIG, 0);
-        frame.body = body.clone().into_bytes().into();
-        admin.call_frame(&master.addr, frame).await?;
+        update_broker_config(admin, &master.addr, &body).await?;
     }
     let settings: BTreeMap<&str, &str> = args
         .settings
@@ -291,15 +292,5 @@ mod tests {
             .unwrap_err()
             .contains("invalid"));
         assert!(setting("brokerPermission=4").is_ok());
-    }
-
-    #[test]
-    fn properties_are_read_as_java_writes_them() {
-        let table =
-            parse_properties("brokerName=broker-a\n# comment\nnamesrvAddr=a:1;b:2\nempty=\n");
-        assert_eq!(table["brokerName"], "broker-a");
-        assert_eq!(table["namesrvAddr"], "a:1;b:2");
-        assert_eq!(table["empty"], "");
-        assert_eq!(table.len(), 3);
     }
 }

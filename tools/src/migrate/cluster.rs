@@ -8,7 +8,7 @@ use skiff_model::command::{Reply, Request};
 use skiff_model::route::MASTER_ID;
 
 use crate::admin::broker::broker_config;
-use crate::admin::client::{join_or_none, Admin, Master};
+use crate::admin::client::{join_or_none, Admin, Master, Refused};
 
 /// One broker group as the name servers list it.
 #[derive(Debug, Clone)]
@@ -65,6 +65,10 @@ pub async fn groups(admin: &Admin, only: &[String]) -> Result<Vec<Group>> {
     Ok(groups)
 }
 
+/// How often, and how far apart, a refused runtime-info request is tried again.
+const REFUSALS_TOLERATED: u32 = 20;
+const REFUSED_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
 /// A broker's GET_BROKER_RUNTIME_INFO table.
 #[derive(Debug, Clone)]
 pub struct Runtime {
@@ -73,14 +77,25 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// A broker that refuses is asked again for a few seconds: a Java broker fails this request
+    /// (a `NoSuchElementException`) until its store statistics have a first sample.
     pub async fn read(admin: &Admin, addr: &str) -> Result<Runtime> {
-        match admin.call(addr, &Request::GetBrokerRuntimeInfo).await {
-            Ok(Reply::KeyValues(table)) => Ok(Runtime {
-                addr: addr.to_string(),
-                table,
-            }),
-            Ok(other) => bail!("{addr} answered runtime info with {other:?}"),
-            Err(err) => Err(err.context(format!("broker {addr} does not answer"))),
+        let mut refusals = 0;
+        loop {
+            match admin.call(addr, &Request::GetBrokerRuntimeInfo).await {
+                Ok(Reply::KeyValues(table)) => {
+                    return Ok(Runtime {
+                        addr: addr.to_string(),
+                        table,
+                    })
+                }
+                Ok(other) => bail!("{addr} answered runtime info with {other:?}"),
+                Err(err) if err.is::<Refused>() && refusals < REFUSALS_TOLERATED => {
+                    refusals += 1;
+                    tokio::time::sleep(REFUSED_PAUSE).await;
+                }
+                Err(err) => return Err(err.context(format!("broker {addr} does not answer"))),
+            }
         }
     }
 

@@ -7,11 +7,18 @@
 //! - `plan`: what each group holds, what blocks it, and the slave's `broker.conf`;
 //! - `replicate`: the slaves catching up, with a progress bar, until they hold everything;
 //! - `verify`: master and slave agree (CommitLog end, queue offsets, last records, consumer
-//!   offsets).
+//!   offsets);
+//! - `cutover`: writes stop on the Java master, the Skiff slave comes to hold everything, the
+//!   Java master is stopped, the Skiff slave becomes the master in place;
+//! - `rollback`: the same in reverse, to a Java slave of the Skiff master.
+//!
+//! `cutover` and `rollback` change the cluster, one step after another, each looked at before it
+//! is taken: run again, they go on from where they were.
 //!
 //! It owns no protocol: requests go through `skiff admin`'s client.
 
 mod cluster;
+mod handover;
 mod plan;
 mod replicate;
 mod verify;
@@ -29,8 +36,13 @@ A migration, one broker group at a time or all at once:
   2. on the Skiff host: skiff broker -c migration/broker-a-skiff-slave.conf
   3. skiff migrate replicate -n 10.0.0.5:9876          (progress until caught up)
   4. skiff migrate verify -n 10.0.0.5:9876 --allow-lag (while producers still write)
+  5. skiff migrate cutover -n 10.0.0.5:9876 -b broker-a   (stop the Java master when asked)
+  Back to Java, with a Java slave of the Skiff master caught up:
+     skiff migrate rollback -n 10.0.0.5:9876 -b broker-a  (restart the Java slave when asked)
 
-Every step only reads the cluster; run any of them again at any time. Exit status: 0 done, 1 a \
+plan, replicate and verify only read the cluster; run any of them again at any time. cutover \
+and rollback change it step by step, each step skipped when done: run them again after an \
+interruption. Exit status: 0 done, 1 a \
 check failed or the cluster could not be asked (the reason goes to stderr), 2 a bad command line.")]
 pub struct MigrateArgs {
     #[command(flatten)]
@@ -52,6 +64,11 @@ pub enum Step {
     Replicate(replicate::ReplicateArgs),
     /// Check that each slave holds exactly what its master holds.
     Verify(verify::VerifyArgs),
+    /// Make a group's Skiff slave its master: stop writes, wait until it holds everything, and
+    /// promote it in place once the Java master is stopped.
+    Cutover(handover::CutoverArgs),
+    /// Give a group's master role back to a Java slave of the Skiff master.
+    Rollback(handover::RollbackArgs),
 }
 
 pub async fn run(args: MigrateArgs) -> ExitCode {
@@ -60,6 +77,8 @@ pub async fn run(args: MigrateArgs) -> ExitCode {
         Step::Plan(step) => plan::run(&admin, step).await,
         Step::Replicate(step) => replicate::run(&admin, step).await,
         Step::Verify(step) => verify::run(&admin, step).await,
+        Step::Cutover(step) => handover::cutover(&admin, step).await,
+        Step::Rollback(step) => handover::rollback(&admin, step).await,
     };
     match result {
         Ok(shown) => {

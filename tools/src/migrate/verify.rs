@@ -37,14 +37,14 @@ pub struct VerifyArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-enum Outcome {
+pub(super) enum Outcome {
     Equal,
     Lagging,
     Diverged,
 }
 
 impl Outcome {
-    fn word(self) -> &'static str {
+    pub(super) fn word(self) -> &'static str {
         match self {
             Outcome::Equal => "equal",
             Outcome::Lagging => "lagging",
@@ -53,10 +53,10 @@ impl Outcome {
     }
 }
 
-struct Check {
-    name: &'static str,
-    outcome: Outcome,
-    detail: String,
+pub(super) struct Check {
+    pub(super) name: &'static str,
+    pub(super) outcome: Outcome,
+    pub(super) detail: String,
 }
 
 pub async fn run(admin: &Admin, args: VerifyArgs) -> Result<Shown> {
@@ -133,7 +133,7 @@ pub async fn run(admin: &Admin, args: VerifyArgs) -> Result<Shown> {
     Ok(Shown::new(json!({ "pairs": out }), text))
 }
 
-async fn verify_pair(admin: &Admin, master: &str, slave: &str) -> Result<Vec<Check>> {
+pub(super) async fn verify_pair(admin: &Admin, master: &str, slave: &str) -> Result<Vec<Check>> {
     let mut checks = Vec::new();
     // The slave first, then the master, here and per queue: the other way round, a slave of a
     // master still taking writes (--allow-lag) could seem ahead of it.
@@ -311,7 +311,7 @@ async fn same_record(
     }
 }
 
-async fn consumer_offsets(
+pub(super) async fn consumer_offsets(
     admin: &Admin,
     addr: &str,
 ) -> Result<BTreeMap<String, BTreeMap<i32, i64>>> {

@@ -195,7 +195,7 @@ pub(crate) async fn run(
         match &reason {
             CloseReason::Eof if shutdown.is_cancelled() => return,
             CloseReason::Store(_) => {
-                error!(master = %addr, replicated_up_to = held, %reason, "replication stopped: the master's bytes do not fit this store; move this store aside or fix the master, then restart the slave");
+                error!(master = %addr, replicated_up_to = held, %reason, "replication link closed: this store refused the master's bytes (nothing of them appended); reconnecting in 5 s. If it repeats, the master's CommitLog is damaged or is not this slave's: move this store aside or fix the master");
             }
             _ => {
                 warn!(master = %addr, replicated_up_to = held, %reason, "replication link closed; reconnecting in 5 s");

@@ -46,7 +46,8 @@ final class Restart {
     }
 
     /**
-     * Sends up to --count messages, appending each acknowledged one to --out (with
+     * Sends up to --count messages, appending each acknowledged one to --out as `seq queueId
+     * queueOffset msgId offsetMsgId` (with
      * --wait-store-ok false the messages do not ask a SYNC_MASTER to wait for its slave). With
      * --stop-after-failures K it stops after K consecutive failed sends (the broker was killed
      * under it) instead of failing.
@@ -55,6 +56,8 @@ final class Restart {
         String topic = a.topic("restart");
         int count = a.getInt("count", 200);
         int stopAfterFailures = a.getInt("stop-after-failures", 0);
+        // Between sends, so that a producer spans a cutover.
+        int pauseMs = a.getInt("pause-ms", 0);
         String prefix = a.get("prefix", "m");
         // false: a SYNC_MASTER answers without waiting for its slave (WAIT property).
         boolean waitStoreOk = Boolean.parseBoolean(a.get("wait-store-ok", "true"));
@@ -65,7 +68,12 @@ final class Restart {
         int failures = 0;
         try (BufferedWriter out = Files.newBufferedWriter(Paths.get(a.get("out")), StandardCharsets.UTF_8,
             StandardOpenOption.CREATE, StandardOpenOption.APPEND)) {
-            for (int i = 0; i < count; i++) {
+            // --first: sequence numbers go on from an earlier run (records of the same sizes).
+            int first = a.getInt("first", 0);
+            for (int i = first; i < first + count; i++) {
+                if (pauseMs > 0 && i > first) {
+                    Thread.sleep(pauseMs);
+                }
                 String seq = prefix + "-" + i;
                 SendResult r;
                 try {
@@ -82,8 +90,9 @@ final class Restart {
                 }
                 failures = 0;
                 if (r.getSendStatus() == SendStatus.SEND_OK) {
+                    // The offset msgId names the broker that stored it (its address, then the offset).
                     out.write(seq + " " + r.getMessageQueue().getQueueId() + " " + r.getQueueOffset() + " "
-                        + r.getMsgId() + "\n");
+                        + r.getMsgId() + " " + r.getOffsetMsgId() + "\n");
                     out.flush();
                     acked++;
                 } else {
