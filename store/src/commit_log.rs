@@ -325,7 +325,7 @@ impl CommitLog {
         last: Option<(i64, i64)>,
     ) -> io::Result<()> {
         let segment = self.segment_at(offset)?;
-        segment.append(bytes)?.ok_or_else(|| {
+        segment.append_written(bytes)?.ok_or_else(|| {
             io::Error::other("commit log segment has no room for replicated bytes")
         })?;
         if let Some((offset, store_timestamp)) = last {

@@ -16,11 +16,11 @@
 //! Other processes writing the same files would break the first rule; the store's `lock` file
 //! keeps another broker out (see `dir.rs`).
 
-use std::fs::OpenOptions;
+use std::fs::{File, OpenOptions};
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use bytes::Bytes;
 use memmap2::{MmapOptions, MmapRaw};
@@ -53,6 +53,8 @@ pub(crate) struct MappedFile {
     /// past it, so a full disk is an error at reservation, never a SIGBUS in the memcpy.
     reserved: AtomicUsize,
     fs: Fs,
+    /// The file opened for `pwrite`, on first use ([`MappedFile::append_written`]).
+    writer: OnceLock<File>,
 }
 
 /// How much of a file to allocate ahead of its writer at a time, when not all at once.
@@ -134,6 +136,7 @@ impl MappedFile {
             store_timestamp: AtomicI64::new(0),
             reserved: AtomicUsize::new(0),
             fs: Arc::clone(fs),
+            writer: OnceLock::new(),
         }
     }
 
@@ -243,6 +246,32 @@ impl MappedFile {
                 data.len(),
             );
         }
+        *write_pos = pos + data.len();
+        self.readable.store(*write_pos, Ordering::Release);
+        Ok(Some(pos))
+    }
+
+    /// [`MappedFile::append`] through `pwrite` rather than the mapping, for the large chunks a
+    /// slave appends: a page the write covers whole is filled by the copy, where a first touch
+    /// through the mapping has the kernel zero it first (the blocks are allocated, unwritten).
+    /// The page cache is one, so readers of the mapping see the bytes; `msync` flushes them.
+    pub(crate) fn append_written(&self, data: &[u8]) -> io::Result<Option<usize>> {
+        use std::os::unix::fs::FileExt;
+        let mut write_pos = self.write_pos.lock();
+        let pos = *write_pos;
+        if data.len() > self.size() - pos {
+            return Ok(None);
+        }
+        self.reserve(pos + data.len())?;
+        let writer = match self.writer.get() {
+            Some(file) => file,
+            None => {
+                let file = OpenOptions::new().write(true).open(&self.path)?;
+                self.writer.get_or_init(|| file)
+            }
+        };
+        // A failed write leaves bytes past `readable` only: the next append overwrites them.
+        writer.write_all_at(data, pos as u64)?;
         *write_pos = pos + data.len();
         self.readable.store(*write_pos, Ordering::Release);
         Ok(Some(pos))
