@@ -199,8 +199,8 @@ fn pick_slave<'a>(
     if let Some(addr) = wanted {
         return members
             .iter()
-            .find(|m| m.id != MASTER_ID && &m.addr == addr)
-            .with_context(|| format!("{addr} is not a slave of {group} that answers"));
+            .find(|m| m.id != MASTER_ID && m.skiff == skiff && &m.addr == addr)
+            .with_context(|| format!("{addr} is not a {kind} slave of {group} that answers"));
     }
     match (candidates.next(), candidates.next()) {
         (Some(one), None) => Ok(one),
@@ -572,7 +572,12 @@ mod tests {
             "java-slave"
         );
         let named = "java-slave".to_string();
-        assert_eq!(pick_slave(&members, Some(&named), true, "g").unwrap().id, 2);
+        assert_eq!(
+            pick_slave(&members, Some(&named), false, "g").unwrap().id,
+            2
+        );
+        let err = pick_slave(&members, Some(&named), true, "g").unwrap_err();
+        assert!(err.to_string().contains("not a Skiff slave"), "{err}");
         let master = "java-master".to_string();
         assert!(pick_slave(&members, Some(&master), true, "g").is_err());
         let two = [member(1, "a", true), member(2, "b", true)];
