@@ -57,7 +57,9 @@ impl Default for Skiff {
 impl Skiff {
     /// Another build of the image, e.g. `Skiff::image("skiff", "dev")`.
     pub fn image(name: &str, tag: &str) -> Self {
-        let (namesrv_port, broker_port) = (free_port(), free_port());
+        // The broker binds its port and the next one (the HA port slaves connect to).
+        let broker_port = free_ports(2, None);
+        let namesrv_port = free_ports(1, Some(broker_port));
         let env = HashMap::from([
             (
                 "SKIFF_NAMESRV_LISTEN".to_string(),
@@ -121,12 +123,27 @@ impl Image for Skiff {
     }
 }
 
-/// A port nothing listens on right now (the container binds it a moment later).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
+/// The first of `n` consecutive loopback ports nothing listens on right now (the container binds
+/// them a moment later), none within 1 of `avoid`. They are drawn below the kernel's ephemeral
+/// range (32768 and up by default): a port from that range goes to the next outgoing connection
+/// of any process, so another test's client could take it before the container binds it.
+fn free_ports(n: u16, avoid: Option<u16>) -> u16 {
+    use std::hash::BuildHasher;
+    let random = std::collections::hash_map::RandomState::new();
+    for attempt in 0..200u32 {
+        let first = 20_000 + (random.hash_one(attempt) % u64::from(12_000 - n)) as u16;
+        let clash = avoid.is_some_and(|a| a + 1 >= first && a <= first + n);
+        let all_bind = || {
+            (first..first + n)
+                .map(|port| TcpListener::bind(("127.0.0.1", port)))
+                .collect::<std::io::Result<Vec<_>>>()
+                .is_ok()
+        };
+        if !clash && all_bind() {
+            return first;
+        }
+    }
+    panic!("no {n} free loopback ports between 20000 and 32000")
 }
 
 #[cfg(test)]

@@ -1,10 +1,14 @@
 package dev.skiff.testcontainers;
 
 import java.io.IOException;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ThreadLocalRandom;
 
 import com.github.dockerjava.api.command.InspectContainerResponse;
 import org.testcontainers.containers.ContainerLaunchException;
@@ -38,8 +42,9 @@ public class SkiffContainer extends GenericContainer<SkiffContainer> {
     public static final String DEFAULT_IMAGE = "skiff:latest";
     private static final Duration READY_TIMEOUT = Duration.ofSeconds(60);
 
-    private final int namesrvPort = freePort();
-    private final int brokerPort = freePort();
+    // The broker binds its port and the next one (the HA port slaves connect to).
+    private final int brokerPort = freePorts(2, -1);
+    private final int namesrvPort = freePorts(1, brokerPort);
     private final Map<String, Integer> topics = new LinkedHashMap<>();
 
     /** The image of the system property {@code skiff.image}, else {@value #DEFAULT_IMAGE}. */
@@ -124,12 +129,43 @@ public class SkiffContainer extends GenericContainer<SkiffContainer> {
         }
     }
 
-    private static int freePort() {
-        try (ServerSocket s = new ServerSocket(0)) {
-            s.setReuseAddress(true);
-            return s.getLocalPort();
+    /**
+     * The first of {@code n} consecutive loopback ports nothing listens on right now, none of
+     * them within 1 of {@code avoid}. They are drawn below the kernel's ephemeral range (32768
+     * and up by default): a port from that range goes to the next outgoing connection of any
+     * process, so another test's client could take it in the moment before the container binds.
+     */
+    static int freePorts(int n, int avoid) {
+        ThreadLocalRandom random = ThreadLocalRandom.current();
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int first = random.nextInt(20000, 32000 - n);
+            boolean clash = avoid >= first - 1 && avoid <= first + n;
+            if (!clash && allBind(first, n)) {
+                return first;
+            }
+        }
+        throw new IllegalStateException("no " + n + " free ports between 20000 and 32000");
+    }
+
+    private static boolean allBind(int first, int n) {
+        List<ServerSocket> held = new ArrayList<>();
+        try {
+            for (int port = first; port < first + n; port++) {
+                ServerSocket s = new ServerSocket();
+                held.add(s);
+                s.bind(new InetSocketAddress("127.0.0.1", port));
+            }
+            return true;
         } catch (IOException e) {
-            throw new IllegalStateException("no free port on this host", e);
+            return false;
+        } finally {
+            for (ServerSocket s : held) {
+                try {
+                    s.close();
+                } catch (IOException ignored) {
+                    // closing a probe socket cannot lose anything
+                }
+            }
         }
     }
 }
