@@ -10,13 +10,19 @@
 #     starts again, on core 1 (no load generator runs then); `skiff migrate replicate` times it
 #     until it holds the master's whole CommitLog.
 #     A Skiff slave of an Apache master (the migration case), an Apache pair and a Skiff pair.
+#     This machine is a microVM whose host backs guest memory lazily: the first write to a page
+#     frame the guest never used costs a host fault (2 GiB written to a new file: 0.48 GB/s the
+#     first time, 4.3 GB/s right after its removal). A slave copying a backlog into fresh page
+#     cache would measure that, not itself, so by default (WARM_MEMORY=1) the script writes and
+#     removes a file of the backlog's size plus 1 GiB just before the slave starts, as memory
+#     that a long-running host has used once; WARM_MEMORY=0 measures the cold case.
 #
 #   scripts/bench-ha.sh                 full run (10 s warm-up + 60 s per send run, 4 GiB catch-up)
 #   scripts/bench-ha.sh --quick         smoke run (5 s + 10 s, 512 MiB)
 #
 # Settings (environment): WARMUP, DURATION (seconds), CATCHUP_MB, KINDS ("skiff apache": whose
 # pairs send), CATCHUPS ("apache:skiff apache:apache skiff:skiff": master:slave pairs that catch
-# up), WORK (scratch directory),
+# up), WARM_MEMORY (1: back the page cache's memory before a catch-up, 0: cold), WORK (scratch),
 # APACHE_HEAP (each Apache broker's -Xms/-Xmx, 4g: two brokers share the machine), SKIFF_BIN.
 # Results: a key=value file and a Markdown table under WORK; paste the table into
 # docs/benchmarks.md ("Replication"). Each run's stores are removed once it is measured
@@ -34,6 +40,7 @@ fi
 WORK="${WORK:-${TMPDIR:-/tmp}/skiff-bench-ha}"
 APACHE_HEAP="${APACHE_HEAP:-4g}"
 KINDS="${KINDS-skiff apache}"
+WARM_MEMORY="${WARM_MEMORY:-1}"
 CATCHUPS="${CATCHUPS-apache:skiff apache:apache skiff:skiff}"
 NAMESRV_PORT=29876
 MASTER_PORT=30911
@@ -164,6 +171,7 @@ sends() {
     stop "$master_pid"
     stop "$ns_pid"
     remove_stores "$dir"
+    release_freed_memory
 }
 
 # remove_stores DIR: the stores of a finished run (gigabytes each; the brokers of the next run
@@ -171,6 +179,32 @@ sends() {
 remove_stores() {
     [ -n "${KEEP_STORES:-}" ] || rm -rf "$1"/store-*
 }
+
+# The guest kernel reports freed memory to the host (virtio-balloon free page reporting), which
+# takes it back within seconds; written to again, each page costs a host fault (2 GiB to a new
+# file: 4.2 GB/s right after the same write, 0.8 GB/s 6 s later). hold_freed_memory stops the
+# reporting while a catch-up runs (blocks of order 11 never exist), release_freed_memory
+# restores it; without root or that knob the warm-up alone is what the run gets.
+reporting=/sys/module/page_reporting/parameters/page_reporting_order
+reporting_saved=""
+hold_freed_memory() {
+    if [ -w "$reporting" ] && [ -z "$reporting_saved" ]; then
+        reporting_saved=$(cat "$reporting")
+        echo 11 >"$reporting"
+        log "free page reporting held (page_reporting_order $reporting_saved -> 11)"
+    fi
+}
+release_freed_memory() {
+    if [ -n "$reporting_saved" ]; then
+        echo "$reporting_saved" >"$reporting"
+        reporting_saved=""
+    fi
+}
+trap "cleanup; release_freed_memory" EXIT
+
+disk_read_bytes() { awk '/^read_bytes/ {print $2}' "/proc/$1/io"; }
+# cpu_ticks PID: user + system CPU time the process has used, in clock ticks.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 
 # catchup MASTER_KIND SLAVE_KIND: a SLAVE_KIND slave stopped while its MASTER_KIND master takes
 # CATCHUP_MB, then started again and timed until it holds everything.
@@ -194,7 +228,15 @@ catchup() {
     bench "$dir/fill.out" produce --messages "$count" --size 16384 --async --inflight 4 \
         --producers 4 --queues 8 || true
     python3 "$report" skiff "$dir/fill.out" produce "$key.fill" >>"$results"
+    if [ "$WARM_MEMORY" = 1 ]; then
+        hold_freed_memory
+        dd if=/dev/zero of="$dir/warm" bs=1M count=$((CATCHUP_MB + 1024)) status=none
+        rm -f "$dir/warm"
+    fi
     # Nothing else runs now: the slave gets the other core, as a slave on its own host would.
+    local read_before master_ticks
+    read_before=$(disk_read_bytes "$master_pid")
+    master_ticks=$(cpu_ticks "$master_pid")
     run_broker "$kind" "$dir" slave "$LOAD_CPU"; slave_pid=$last_pid
     taskset -c $LOAD_CPU "$skiff" migrate -n "$ns" --json replicate --interval 100ms \
         >"$dir/replicate.json" 2>"$dir/replicate.err" || log "$key: replicate failed (see $dir)"
@@ -206,6 +248,13 @@ print(f"{sys.argv[2]}.bytes={g['copiedBytes']}")
 print(f"{sys.argv[2]}.secs={g['seconds']:.3f}")
 print(f"{sys.argv[2]}.mb_per_s={g['copiedBytes'] / g['seconds'] / 1e6:.0f}")
 EOF
+    # What the master read from the disk to serve it (0 when the backlog was still cached).
+    put "$key.master_disk_read_mb" $(( ($(disk_read_bytes "$master_pid") - read_before) / 1000000 ))
+    # Who was busy: CPU seconds of the master during the catch-up and of the slave since its
+    # start (each has one core; seconds of CPU close to the catch-up's seconds mean that side
+    # set the pace).
+    put "$key.master_cpu_s" "$(echo "$(( $(cpu_ticks "$master_pid") - master_ticks )) $(getconf CLK_TCK)" | awk '{printf "%.1f", $1 / $2}')"
+    put "$key.slave_cpu_s" "$(echo "$(cpu_ticks "$slave_pid") $(getconf CLK_TCK)" | awk '{printf "%.1f", $1 / $2}')"
     stop "$slave_pid"
     stop "$master_pid"
     stop "$ns_pid"
@@ -222,6 +271,7 @@ broker_cp="$(cat "$WORK/broker.cp")"
 put "meta.date" "$(date -u '+%Y-%m-%d %H:%M UTC')"
 put "meta.skiff" "$(git -C "$root" describe --always --dirty)"
 put "meta.load_before" "$(cut -d' ' -f1-3 /proc/loadavg)"
+put "meta.warm_memory" "$WARM_MEMORY"
 
 for kind in $KINDS; do
     sends "$kind" SYNC_MASTER SYNC_FLUSH
@@ -236,7 +286,7 @@ python3 - "$results" >"$WORK/results.md" <<'EOF'
 import sys
 r = dict(line.rstrip("\n").split("=", 1) for line in open(sys.argv[1]) if "=" in line)
 def g(k, d="-"): return r.get(k, d)
-print(f"Run of {g('meta.date')} (skiff {g('meta.skiff')}; load {g('meta.load_before')} before, {g('meta.load_after')} after).\n")
+print(f"Run of {g('meta.date')} (skiff {g('meta.skiff')}; load {g('meta.load_before')} before, {g('meta.load_after')} after; WARM_MEMORY={g('meta.warm_memory')}).\n")
 print("| pair | master role, flush | send TPS | p50 ms | p99 ms | p99.9 ms | master CPU (cores) |")
 print("|---|---|---|---|---|---|---|")
 for kind in ("skiff", "apache"):
@@ -249,12 +299,12 @@ for role in ("sync_master", "async_master"):
         print(f"\n{role}: Skiff / Apache send TPS = {ratio:.2f}", end="")
     except ValueError:
         pass
-print("\n\n| catch-up | backlog | seconds | MB/s |")
-print("|---|---|---|---|")
+print("\n\n| catch-up | backlog | seconds | MB/s | master's disk reads | CPU s master / slave |")
+print("|---|---|---|---|---|---|")
 for pair in ("apache.skiff", "apache.apache", "skiff.skiff"):
     k = f"catchup.{pair}"
     if k + ".bytes" in r:
         m, s = pair.split(".")
-        print(f"| {m} master, {s} slave | {int(g(k + '.bytes')) / 2**20:.0f} MiB | {g(k + '.secs')} | {g(k + '.mb_per_s')} |")
+        print(f"| {m} master, {s} slave | {int(g(k + '.bytes')) / 2**20:.0f} MiB | {g(k + '.secs')} | {g(k + '.mb_per_s')} | {g(k + '.master_disk_read_mb')} MB | {g(k + '.master_cpu_s')} / {g(k + '.slave_cpu_s')} |")
 EOF
 cat "$WORK/results.md"

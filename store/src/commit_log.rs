@@ -312,8 +312,8 @@ impl CommitLog {
         }
     }
 
-    /// Writes a slave's replicated `bytes` at `offset`, the end of the CommitLog or, when it is
-    /// empty, a segment start. The caller checked them: whole records inside one segment, maybe
+    /// Writes a slave's replicated bytes (`parts`, one after another) at `offset`, the end of
+    /// the CommitLog or, when it is empty, a segment start. The caller checked them: whole records inside one segment, maybe
     /// ending in its blank, which fills the segment (the next bytes then go to the next one).
     /// `last` is the offset and store timestamp of the last record among them. An I/O error
     /// writes nothing (blocks are allocated first).
@@ -321,11 +321,11 @@ impl CommitLog {
         &self,
         _guard: &PutGuard<'_>,
         offset: i64,
-        bytes: &[u8],
+        parts: &[&[u8]],
         last: Option<(i64, i64)>,
     ) -> io::Result<()> {
         let segment = self.segment_at(offset)?;
-        segment.append_written(bytes)?.ok_or_else(|| {
+        segment.append_written(parts)?.ok_or_else(|| {
             io::Error::other("commit log segment has no room for replicated bytes")
         })?;
         if let Some((offset, store_timestamp)) = last {

@@ -255,14 +255,16 @@ impl MappedFile {
     /// slave appends: a page the write covers whole is filled by the copy, where a first touch
     /// through the mapping has the kernel zero it first (the blocks are allocated, unwritten).
     /// The page cache is one, so readers of the mapping see the bytes; `msync` flushes them.
-    pub(crate) fn append_written(&self, data: &[u8]) -> io::Result<Option<usize>> {
-        use std::os::unix::fs::FileExt;
+    /// `parts` are written one after another as one append (readers see all or none of them),
+    /// so a chunk received in pieces is not first copied into one buffer.
+    pub(crate) fn append_written(&self, parts: &[&[u8]]) -> io::Result<Option<usize>> {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
         let mut write_pos = self.write_pos.lock();
         let pos = *write_pos;
-        if data.len() > self.size() - pos {
+        if len > self.size() - pos {
             return Ok(None);
         }
-        self.reserve(pos + data.len())?;
+        self.reserve(pos + len)?;
         let writer = match self.writer.get() {
             Some(file) => file,
             None => {
@@ -271,8 +273,8 @@ impl MappedFile {
             }
         };
         // A failed write leaves bytes past `readable` only: the next append overwrites them.
-        writer.write_all_at(data, pos as u64)?;
-        *write_pos = pos + data.len();
+        write_all_vectored_at(writer, parts, pos as u64)?;
+        *write_pos = pos + len;
         self.readable.store(*write_pos, Ordering::Release);
         Ok(Some(pos))
     }
@@ -486,6 +488,40 @@ impl AsRef<[u8]> for MappedSlice {
         // Checked readable when the slice was made, and published bytes never shrink while shared.
         self.file.read(self.pos, self.len).unwrap_or_default()
     }
+}
+
+/// `parts` written one after another from `offset`, in as few `pwritev` calls as the kernel
+/// allows (one per part would cost a system call and the file system's per-write work each).
+fn write_all_vectored_at(file: &File, parts: &[&[u8]], mut offset: u64) -> io::Result<()> {
+    use std::io::IoSlice;
+    // The kernel takes at most IOV_MAX (1024) slices per call.
+    const MAX_SLICES: usize = 1024;
+    let mut parts: Vec<&[u8]> = parts.iter().copied().filter(|p| !p.is_empty()).collect();
+    let mut first = 0;
+    while first < parts.len() {
+        let slices: Vec<IoSlice<'_>> = parts[first..]
+            .iter()
+            .take(MAX_SLICES)
+            .map(|p| IoSlice::new(p))
+            .collect();
+        let mut written = match rustix::io::pwritev(file, &slices, offset) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => n,
+            Err(rustix::io::Errno::INTR) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        offset += written as u64;
+        while written > 0 {
+            let part = &mut parts[first];
+            if written < part.len() {
+                *part = &part[written..];
+                break;
+            }
+            written -= part.len();
+            first += 1;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

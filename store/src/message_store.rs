@@ -442,10 +442,21 @@ impl MessageStore {
     /// padded up to its first entry). Long polls, the flush and the end watch are woken as after
     /// a put. Returns the new max offset. Blocks on the disk: call it from a blocking thread.
     pub fn append_replicated(&self, offset: i64, bytes: &[u8]) -> Result<i64, ReplicaError> {
+        self.append_replicated_parts(offset, &[bytes])
+    }
+
+    /// [`MessageStore::append_replicated`] of the bytes `parts` hold one after another, each
+    /// part whole records: frames read from the master are written as they are, without being
+    /// joined into one buffer first. Checked, written and refused as one chunk.
+    pub fn append_replicated_parts(
+        &self,
+        offset: i64,
+        parts: &[&[u8]],
+    ) -> Result<i64, ReplicaError> {
         if self.shared.config.role != StoreRole::Slave {
             return Err(ReplicaError::NotSlave);
         }
-        replica::append(&self.shared, offset, bytes)
+        replica::append(&self.shared, offset, parts)
     }
 
     /// Published CommitLog bytes from `from`, at most `max`, never past the end of `from`'s

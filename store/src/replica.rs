@@ -86,6 +86,27 @@ pub(crate) fn check_chunk(
     Ok(records)
 }
 
+/// [`check_chunk`] for a chunk received in parts, each of whole records: together they must
+/// stay inside one segment, so only the last part may end in the segment's blank.
+fn check_parts<'a>(
+    offset: i64,
+    parts: &[&'a [u8]],
+    segment_size: i64,
+    check_crc: bool,
+) -> Result<Vec<Dispatch<'a>>, ReplicaError> {
+    let len: usize = parts.iter().map(|p| p.len()).sum();
+    if offset % segment_size + len as i64 > segment_size {
+        return Err(ReplicaError::CrossesSegment { offset });
+    }
+    let mut records = Vec::new();
+    let mut at = offset;
+    for part in parts {
+        records.extend(check_chunk(at, part, segment_size, check_crc)?);
+        at += part.len() as i64;
+    }
+    Ok(records)
+}
+
 /// The entries a chunk adds to one queue.
 struct Target<'a> {
     topic: &'a str,
@@ -99,14 +120,14 @@ struct Target<'a> {
 }
 
 /// Appends a checked chunk under the put lock (see [`crate::MessageStore::append_replicated`]).
-pub(crate) fn append(shared: &Shared, offset: i64, bytes: &[u8]) -> Result<i64, ReplicaError> {
+pub(crate) fn append(shared: &Shared, offset: i64, parts: &[&[u8]]) -> Result<i64, ReplicaError> {
     let segment_size = shared.config.commit_log_file_size as i64;
     let commit_log = &shared.commit_log;
     // CRCs outside the lock: what a record must carry depends only on where it goes. A wrong
     // offset, found under the lock, is the error to report before any about the bytes.
-    let checked = check_chunk(
+    let checked = check_parts(
         offset,
-        bytes,
+        parts,
         segment_size,
         shared.config.check_crc_on_recover,
     );
@@ -129,7 +150,7 @@ pub(crate) fn append(shared: &Shared, offset: i64, bytes: &[u8]) -> Result<i64, 
         });
     }
     let records = checked?;
-    if bytes.is_empty() {
+    if parts.iter().all(|p| p.is_empty()) {
         return Ok(max);
     }
 
@@ -192,7 +213,7 @@ pub(crate) fn append(shared: &Shared, offset: i64, bytes: &[u8]) -> Result<i64, 
         .last()
         .map(|r| (r.commit_log_offset, r.store_timestamp));
     commit_log
-        .append_replicated(&guard, offset, bytes, last)
+        .append_replicated(&guard, offset, parts, last)
         .map_err(|e| refusal(shared.write_error(e)))?;
 
     for record in records.iter().filter(|r| r.has_queue_entry()) {

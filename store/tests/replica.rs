@@ -125,11 +125,21 @@ fn chunks(units: &[(i64, usize)], rng: &mut Rng) -> Vec<(i64, usize)> {
     out
 }
 
-/// Feeds `bytes` (the master's log from `from`) to the slave in random whole-record chunks.
+/// Feeds `bytes` (the master's log from `from`) to the slave in random whole-record chunks,
+/// every other chunk in parts of whole records (as frames arrive).
 fn replicate(slave: &MessageStore, from: i64, bytes: &[u8], rng: &mut Rng) {
     for (at, len) in chunks(&units(from, bytes), rng) {
         let pos = (at - from) as usize;
-        let end = slave.append_replicated(at, &bytes[pos..pos + len]).unwrap();
+        let chunk = &bytes[pos..pos + len];
+        let end = if rng.below(2) == 0 {
+            slave.append_replicated(at, chunk).unwrap()
+        } else {
+            let parts: Vec<&[u8]> = units(at, chunk)
+                .iter()
+                .map(|&(u, n)| &chunk[(u - at) as usize..(u - at) as usize + n])
+                .collect();
+            slave.append_replicated_parts(at, &parts).unwrap()
+        };
         assert_eq!(end, at + len as i64);
         assert_eq!(slave.commit_log_max_offset(), end);
     }
@@ -456,12 +466,22 @@ fn refusals_write_nothing() {
         "{error}"
     );
 
+    // In parts, a bad one refuses the good ones before it too.
+    let error = refused(slave.append_replicated_parts(end, &[next, &flipped]));
+    assert!(
+        matches!(&error, ReplicaError::BadRecord { offset, reason } if *offset == end + len as i64 && reason.contains("CRC")),
+        "{error}"
+    );
+
     let error = refused(slave.append_replicated(end, &next[..len - 1]));
     assert!(matches!(error, ReplicaError::BadRecord { offset, .. } if offset == end));
 
     let (next_segment_at, next_len) = all_units[blank + 1];
     let crossing = &bytes[at as usize..(next_segment_at as usize + next_len)];
     let error = refused(slave.append_replicated(end, crossing));
+    assert!(matches!(error, ReplicaError::CrossesSegment { offset } if offset == end));
+    let (before_next, after_next) = crossing.split_at(crossing.len() - next_len);
+    let error = refused(slave.append_replicated_parts(end, &[before_next, after_next]));
     assert!(matches!(error, ReplicaError::CrossesSegment { offset } if offset == end));
 
     // A record whose queue offset does not continue its queue (the CRC covers the body only).

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use skiff_model::admin::{AdminCommand, AdminReply, HaClientStatus};
 use skiff_model::command::{ErrorKind, Reply, Request};
@@ -351,20 +351,21 @@ async fn replicate(
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
     let mut ticks = tokio::time::interval(Duration::from_secs(1));
     loop {
-        let outs = coalesce(core.take_ready(), segment_size);
-        let idle = outs.is_empty();
-        for out in outs {
-            match out {
-                SlaveOut::Write(report) => {
+        let steps = coalesce(core.take_ready(), segment_size);
+        let idle = steps.is_empty();
+        for step in steps {
+            match step {
+                Step::Other(SlaveOut::Write(report)) => {
                     if let Err(err) = stream.write_all(&report).await {
                         return CloseReason::Io(err.to_string());
                     }
                     status.0.lock().last_write_ms = now_millis();
                 }
-                SlaveOut::Append { offset, bytes } => {
+                Step::Append { offset, parts } => {
                     let store = store.clone();
                     let appended = tokio::task::spawn_blocking(move || {
-                        store.append_replicated(offset, &bytes)
+                        let parts: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
+                        store.append_replicated_parts(offset, &parts)
                     })
                     .await;
                     match appended {
@@ -373,7 +374,8 @@ async fn replicate(
                         Err(err) => return CloseReason::Store(err.to_string()),
                     }
                 }
-                SlaveOut::Close(reason) => return reason,
+                Step::Other(SlaveOut::Close(reason)) => return reason,
+                Step::Other(SlaveOut::Append { .. }) => unreachable!("coalesce gathers appends"),
             }
         }
         // What `on_appended` asked for (a report) goes out before the next read.
@@ -397,54 +399,46 @@ async fn replicate(
     }
 }
 
-/// Joins appends that continue one another within one CommitLog segment, so that a read holding
-/// many small frames costs one blocking call and one report, not one per frame (a store append
-/// never crosses a segment).
-fn coalesce(outs: Vec<SlaveOut>, segment_size: i64) -> Vec<SlaveOut> {
-    fn flush(run: &mut Vec<(i64, bytes::Bytes)>, into: &mut Vec<SlaveOut>) {
-        match run.len() {
-            0 => {}
-            1 => {
-                let (offset, bytes) = run.pop().expect("one");
-                into.push(SlaveOut::Append { offset, bytes });
-            }
-            _ => {
-                let offset = run[0].0;
-                let mut joined = BytesMut::with_capacity(run.iter().map(|(_, b)| b.len()).sum());
-                for (_, bytes) in run.drain(..) {
-                    joined.extend_from_slice(&bytes);
-                }
-                into.push(SlaveOut::Append {
-                    offset,
-                    bytes: joined.freeze(),
-                });
-            }
-        }
-    }
-    let mut merged = Vec::with_capacity(outs.len());
-    let mut run: Vec<(i64, bytes::Bytes)> = Vec::new();
+/// What the shell does next: `SlaveOut`s, with appends that continue one another gathered.
+#[derive(Debug)]
+enum Step {
+    /// The parts' bytes, one after another, appended at `offset` as one chunk.
+    Append {
+        offset: i64,
+        parts: Vec<Bytes>,
+    },
+    Other(SlaveOut),
+}
+
+/// Gathers appends that continue one another within one CommitLog segment, so that a read
+/// holding many small frames costs one blocking call and one report, not one per frame (a store
+/// append never crosses a segment). The frames stay where they were read: the store writes the
+/// parts as they are.
+fn coalesce(outs: Vec<SlaveOut>, segment_size: i64) -> Vec<Step> {
+    let mut steps: Vec<Step> = Vec::with_capacity(outs.len());
     for out in outs {
-        match out {
-            SlaveOut::Append { offset, bytes } => {
-                let continues = run.last().is_some_and(|(start, last)| {
-                    let first = run[0].0;
-                    *start + last.len() as i64 == offset
-                        && first.div_euclid(segment_size)
-                            == (offset + bytes.len() as i64 - 1).div_euclid(segment_size)
-                });
-                if !continues {
-                    flush(&mut run, &mut merged);
-                }
-                run.push((offset, bytes));
-            }
-            other => {
-                flush(&mut run, &mut merged);
-                merged.push(other);
+        let SlaveOut::Append { offset, bytes } = out else {
+            steps.push(Step::Other(out));
+            continue;
+        };
+        if let Some(Step::Append {
+            offset: first,
+            parts,
+        }) = steps.last_mut()
+        {
+            let end = *first + parts.iter().map(|p| p.len() as i64).sum::<i64>();
+            let last = offset + bytes.len() as i64 - 1;
+            if end == offset && first.div_euclid(segment_size) == last.div_euclid(segment_size) {
+                parts.push(bytes);
+                continue;
             }
         }
+        steps.push(Step::Append {
+            offset,
+            parts: vec![bytes],
+        });
     }
-    flush(&mut run, &mut merged);
-    merged
+    steps
 }
 
 #[cfg(test)]
@@ -459,10 +453,11 @@ mod tests {
         }
     }
 
-    fn spans(outs: &[SlaveOut]) -> Vec<(i64, usize)> {
-        outs.iter()
-            .map(|o| match o {
-                SlaveOut::Append { offset, bytes } => (*offset, bytes.len()),
+    fn spans(steps: &[Step]) -> Vec<(i64, usize)> {
+        steps
+            .iter()
+            .map(|s| match s {
+                Step::Append { offset, parts } => (*offset, parts.iter().map(|p| p.len()).sum()),
                 _ => (-1, 0),
             })
             .collect()
@@ -486,9 +481,10 @@ mod tests {
             [(0, 32), (32, 12), (50, 4), (-1, 0), (54, 2)]
         );
         match &merged[0] {
-            SlaveOut::Append { bytes, .. } => {
-                assert_eq!(&bytes[..10], &[0; 10]);
-                assert_eq!(&bytes[10..20], &[10; 10]);
+            Step::Append { parts, .. } => {
+                assert_eq!(parts.len(), 3, "the frames are kept, not joined");
+                assert_eq!(&parts[0][..], &[0; 10]);
+                assert_eq!(&parts[1][..], &[10; 10]);
             }
             _ => unreachable!(),
         }

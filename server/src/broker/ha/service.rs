@@ -2,12 +2,14 @@
 //! (`haListenPort`) and, per slave connection, a reader that takes the slave's offset reports and
 //! a writer that streams CommitLog bytes as they are written.
 
+use std::collections::VecDeque;
+use std::io::IoSlice;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use parking_lot::Mutex;
-use skiff_protocol::ha::encode_transfer_header;
+use skiff_protocol::ha::{encode_transfer_header, TRANSFER_HEADER_LEN};
 use skiff_store::MessageStore;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -85,6 +87,58 @@ pub(crate) async fn serve(
 /// How much of the stream to a slave is gathered into one write.
 const WRITE_BUFFER: usize = 256 * 1024;
 
+/// Frames gathered for one vectored write: each header and the CommitLog slice as it is in the
+/// mapping, so the master copies the bytes it streams once, into the socket, not first into a
+/// write buffer (that copy was half of a catching-up master's CPU).
+#[derive(Default)]
+struct Frames {
+    chunks: VecDeque<Bytes>,
+    remaining: usize,
+}
+
+impl Frames {
+    fn push(&mut self, header: [u8; TRANSFER_HEADER_LEN], body: Bytes) {
+        self.remaining += header.len() + body.len();
+        self.chunks.push_back(Bytes::copy_from_slice(&header));
+        if !body.is_empty() {
+            self.chunks.push_back(body);
+        }
+    }
+}
+
+impl Buf for Frames {
+    fn remaining(&self) -> usize {
+        self.remaining
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.chunks.front().map_or(&[], |c| c.as_ref())
+    }
+
+    fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
+        let mut filled = 0;
+        for (slot, chunk) in dst.iter_mut().zip(&self.chunks) {
+            *slot = IoSlice::new(chunk);
+            filled += 1;
+        }
+        filled
+    }
+
+    fn advance(&mut self, mut cnt: usize) {
+        assert!(cnt <= self.remaining, "advance past the frames gathered");
+        self.remaining -= cnt;
+        while cnt > 0 {
+            let front = self.chunks.front_mut().expect("bytes remain");
+            if cnt < front.len() {
+                front.advance(cnt);
+                return;
+            }
+            cnt -= front.len();
+            self.chunks.pop_front();
+        }
+    }
+}
+
 /// Serves one slave until the connection ends; returns why it did.
 async fn stream_to_slave(
     stream: TcpStream,
@@ -94,10 +148,10 @@ async fn stream_to_slave(
     timings: HaTimings,
     shutdown: CancellationToken,
 ) -> CloseReason {
-    let (mut reader, writer) = stream.into_split();
-    // Frames are small (haTransferBatchSize, 32 KiB); buffered, a catching-up slave gets them in
-    // large writes. The buffer is flushed before every wait, so nothing sent waits in it.
-    let mut writer = tokio::io::BufWriter::with_capacity(WRITE_BUFFER, writer);
+    let (mut reader, mut writer) = stream.into_split();
+    // Frames are small (haTransferBatchSize, 32 KiB); gathered, a catching-up slave gets them in
+    // large writes. They are written out before every wait, so nothing sent waits here.
+    let mut frames = Frames::default();
     let conn = Arc::new(Mutex::new(MasterConn::new(timings, now_millis())));
     let slave = acks.join(peer.to_string());
     let wake = Arc::new(Notify::new());
@@ -132,20 +186,13 @@ async fn stream_to_slave(
         for out in outs {
             match out {
                 MasterOut::Send { offset, body } => {
-                    let header = encode_transfer_header(offset, body.len() as u32);
-                    if let Err(err) = write_frame(&mut writer, &header, &body).await {
-                        closed = Some(CloseReason::Io(err.to_string()));
-                        break;
-                    }
-                    slave.sent(offset + body.len() as i64, body.len(), now_millis());
+                    let len = body.len();
+                    frames.push(encode_transfer_header(offset, len as u32), body);
+                    slave.sent(offset + len as i64, len, now_millis());
                     sent = true;
                 }
                 MasterOut::Heartbeat { offset } => {
-                    let header = encode_transfer_header(offset, 0);
-                    if let Err(err) = write_frame(&mut writer, &header, &[]).await {
-                        closed = Some(CloseReason::Io(err.to_string()));
-                        break;
-                    }
+                    frames.push(encode_transfer_header(offset, 0), Bytes::new());
                     slave.sent(offset, 0, now_millis());
                 }
                 MasterOut::Acked(offset) => slave.ack(offset),
@@ -158,11 +205,14 @@ async fn stream_to_slave(
         if let Some(reason) = closed {
             break reason;
         }
+        if sent && frames.remaining() < WRITE_BUFFER {
+            continue; // more may be ready: gather it before writing
+        }
+        if let Err(err) = writer.write_all_buf(&mut frames).await {
+            break CloseReason::Io(err.to_string());
+        }
         if sent {
             continue; // more may be ready: stream without waiting
-        }
-        if let Err(err) = writer.flush().await {
-            break CloseReason::Io(err.to_string());
         }
         let deadline = conn.lock().next_deadline(now_millis());
         let wait = Duration::from_millis((deadline - now_millis()).clamp(1, 1000) as u64);
@@ -177,14 +227,40 @@ async fn stream_to_slave(
     reason
 }
 
-async fn write_frame(
-    writer: &mut tokio::io::BufWriter<tokio::net::tcp::OwnedWriteHalf>,
-    header: &[u8],
-    body: &[u8],
-) -> std::io::Result<()> {
-    writer.write_all(header).await?;
-    if !body.is_empty() {
-        writer.write_all(body).await?;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frames_are_written_as_gathered_across_partial_writes() {
+        let mut frames = Frames::default();
+        frames.push(encode_transfer_header(100, 3), Bytes::from_static(b"abc"));
+        frames.push(encode_transfer_header(103, 0), Bytes::new());
+        assert_eq!(frames.remaining(), 2 * TRANSFER_HEADER_LEN + 3);
+        let mut slices = [IoSlice::new(&[]); 8];
+        assert_eq!(
+            frames.chunks_vectored(&mut slices),
+            3,
+            "an empty body adds no slice"
+        );
+
+        // A write that ends inside the first body, then one that ends inside the last header.
+        let mut written = Vec::new();
+        for take in [TRANSFER_HEADER_LEN + 1, TRANSFER_HEADER_LEN + 1, 1] {
+            let mut n = 0;
+            while n < take {
+                let chunk = frames.chunk();
+                let part = chunk.len().min(take - n);
+                written.extend_from_slice(&chunk[..part]);
+                frames.advance(part);
+                n += part;
+            }
+        }
+        assert_eq!(frames.remaining(), 0);
+        let mut expected = encode_transfer_header(100, 3).to_vec();
+        expected.extend_from_slice(b"abc");
+        expected.extend_from_slice(&encode_transfer_header(103, 0));
+        assert_eq!(written, expected);
+        assert_eq!(frames.chunk(), b"");
     }
-    Ok(())
 }

@@ -14,7 +14,7 @@
 //! ([`SlaveCore::on_appended`]). Record checks here are framing only (size, magic, segment fit);
 //! the store validates content (CRC, fields) when it appends.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use skiff_model::record::{BLANK_MAGIC, MAGIC_V1, MAGIC_V2};
 use skiff_protocol::ha::{encode_report, Frame, FrameDecoder, REPORT_LEN};
 
@@ -142,14 +142,16 @@ impl SlaveCore {
                 got: frame.offset,
             });
         }
-        // A frame that starts on a record boundary is cut without a copy; only a split record's
-        // bytes are copied into the tail.
-        let bytes = if self.tail.is_empty() {
-            frame.body
-        } else {
-            self.tail.extend_from_slice(&frame.body);
-            self.tail.split().freeze()
-        };
+        // Frames are cut without a copy; only a record split across frames is copied, into the
+        // tail, and only its own bytes.
+        let mut bytes = frame.body;
+        if !self.tail.is_empty() {
+            let taken = self.complete_tail(&bytes)?;
+            bytes.advance(taken);
+            if !self.tail.is_empty() {
+                return Ok(()); // the frame ended inside the split record
+            }
+        }
         let whole = self.whole_entries(&bytes)?;
         if whole > 0 {
             self.ready.push(SlaveOut::Append {
@@ -160,6 +162,35 @@ impl SlaveCore {
         }
         self.tail.extend_from_slice(&bytes[whole..]);
         Ok(())
+    }
+
+    /// Moves into the tail the bytes of `body` (the next frame's) that the split entry in it
+    /// still lacks; once whole, the entry goes out as an `Append`. Returns how many were taken.
+    fn complete_tail(&mut self, body: &[u8]) -> Result<usize, CloseReason> {
+        let mut taken = 0;
+        loop {
+            let known = if self.tail.len() < MIN_ENTRY_LEN as usize {
+                MIN_ENTRY_LEN as usize // size and magic first: they say how long it is
+            } else {
+                let size = i32::from_be_bytes(self.tail[..4].try_into().expect("4 bytes"));
+                size as usize // checked by whole_entries when the head came
+            };
+            let want = (known - self.tail.len()).min(body.len() - taken);
+            self.tail.extend_from_slice(&body[taken..taken + want]);
+            taken += want;
+            if self.tail.len() < known {
+                return Ok(taken); // the frame is used up
+            }
+            if self.whole_entries(&self.tail)? == self.tail.len() {
+                let entry = self.tail.split().freeze();
+                self.ready.push(SlaveOut::Append {
+                    offset: self.emitted,
+                    bytes: entry,
+                });
+                self.emitted += known as i64;
+                return Ok(taken);
+            }
+        }
     }
 
     /// The length of the whole records and blanks at the front of `bytes`, which start at
