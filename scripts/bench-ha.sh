@@ -13,9 +13,11 @@
 #     This machine is a microVM whose host backs guest memory lazily: the first write to a page
 #     frame the guest never used costs a host fault (2 GiB written to a new file: 0.48 GB/s the
 #     first time, 4.3 GB/s right after its removal). A slave copying a backlog into fresh page
-#     cache would measure that, not itself, so by default (WARM_MEMORY=1) the script writes and
-#     removes a file of the backlog's size plus 1 GiB just before the slave starts, as memory
-#     that a long-running host has used once; WARM_MEMORY=0 measures the cold case.
+#     cache would measure that, not itself, so by default (WARM_MEMORY=1) the script stops the
+#     guest from handing freed memory back (free page reporting, as root; see
+#     hold_freed_memory), then writes and removes a file of the backlog's size plus 1 GiB just
+#     before the slave starts, as memory that a long-running host has used once;
+#     WARM_MEMORY=0 measures the cold case.
 #
 #   scripts/bench-ha.sh                 full run (10 s warm-up + 60 s per send run, 4 GiB catch-up)
 #   scripts/bench-ha.sh --quick         smoke run (5 s + 10 s, 512 MiB)
@@ -171,7 +173,6 @@ sends() {
     stop "$master_pid"
     stop "$ns_pid"
     remove_stores "$dir"
-    release_freed_memory
 }
 
 # remove_stores DIR: the stores of a finished run (gigabytes each; the brokers of the next run
@@ -259,6 +260,7 @@ EOF
     stop "$master_pid"
     stop "$ns_pid"
     remove_stores "$dir"
+    release_freed_memory
 }
 
 mkdir -p "$WORK"

@@ -313,8 +313,9 @@ impl CommitLog {
     }
 
     /// Writes a slave's replicated bytes (`parts`, one after another) at `offset`, the end of
-    /// the CommitLog or, when it is empty, a segment start. The caller checked them: whole records inside one segment, maybe
-    /// ending in its blank, which fills the segment (the next bytes then go to the next one).
+    /// the CommitLog or, when it is empty, a segment start. The caller checked them: whole
+    /// records inside one segment, maybe ending in its blank, which fills the segment (the next
+    /// bytes then go to the next one).
     /// `last` is the offset and store timestamp of the last record among them. An I/O error
     /// writes nothing (blocks are allocated first).
     pub(crate) fn append_replicated(
