@@ -42,8 +42,12 @@ impl<'a> Dispatch<'a> {
             queue_offset: record.queue_offset,
             sys_flag: record.sys_flag,
             store_timestamp: record.store_timestamp,
-            // Java decodes properties as UTF-8, replacing what is not.
-            properties: String::from_utf8_lossy(record.properties),
+            // Java decodes properties as UTF-8, replacing what is not. `from_utf8` first: its
+            // check is several times faster on the (usual) valid text.
+            properties: match std::str::from_utf8(record.properties) {
+                Ok(text) => Cow::Borrowed(text),
+                Err(_) => String::from_utf8_lossy(record.properties),
+            },
         }
     }
 

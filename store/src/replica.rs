@@ -157,6 +157,8 @@ pub(crate) fn append(shared: &Shared, offset: i64, parts: &[&[u8]]) -> Result<i6
     // Queue offsets must continue each queue; only an empty queue may start late.
     let mut targets: Vec<Target<'_>> = Vec::new();
     let mut index: HashMap<(&str, i32), usize> = HashMap::new();
+    // Each record's target, in order, so that writing the entries below looks up nothing.
+    let mut record_targets: Vec<usize> = Vec::with_capacity(records.len());
     for record in records.iter().filter(|r| r.has_queue_entry()) {
         let diverged = |reason: String| ReplicaError::Diverged {
             offset: record.commit_log_offset,
@@ -176,6 +178,7 @@ pub(crate) fn append(shared: &Shared, offset: i64, parts: &[&[u8]]) -> Result<i6
                 )));
             }
             target.count += 1;
+            record_targets.push(i);
             continue;
         }
         let queue = shared.queues.get(record.topic, record.queue_id);
@@ -187,6 +190,7 @@ pub(crate) fn append(shared: &Shared, offset: i64, parts: &[&[u8]]) -> Result<i6
             )));
         }
         index.insert(key, targets.len());
+        record_targets.push(targets.len());
         targets.push(Target {
             topic: record.topic,
             queue_id: record.queue_id,
@@ -216,8 +220,9 @@ pub(crate) fn append(shared: &Shared, offset: i64, parts: &[&[u8]]) -> Result<i6
         .append_replicated(&guard, offset, parts, last)
         .map_err(|e| refusal(shared.write_error(e)))?;
 
-    for record in records.iter().filter(|r| r.has_queue_entry()) {
-        let target = &mut targets[index[&(record.topic, record.queue_id)]];
+    let with_entries = records.iter().filter(|r| r.has_queue_entry());
+    for (record, &i) in with_entries.zip(&record_targets) {
+        let target = &mut targets[i];
         let gaps = if std::mem::take(&mut target.pad) {
             Gaps::Pad
         } else {

@@ -12,6 +12,7 @@
 //! What GET_BROKER_HA_STATUS shows of the client (`HAClientRuntimeInfo`) is kept in
 //! [`ClientStatus`].
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,10 +21,11 @@ use parking_lot::Mutex;
 use skiff_model::admin::{AdminCommand, AdminReply, HaClientStatus};
 use skiff_model::command::{ErrorKind, Reply, Request};
 use skiff_model::route::RegistrationResult;
-use skiff_store::MessageStore;
+use skiff_store::{MessageStore, ReplicaError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
@@ -39,7 +41,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// Java's timeout for a slave's remoting calls to its master (`SlaveSynchronize`).
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 /// What one read may take from the socket: several of a master's 32 KiB frames, appended with
-/// one blocking call ([`coalesce`]).
+/// one blocking call ([`Queue::take_appends`]).
 const READ_BUFFER: usize = 1024 * 1024;
 /// A Skiff slave accepts frames up to this size (a Java master sends 32 KiB).
 const MAX_FRAME_BODY: usize = 16 * 1024 * 1024;
@@ -339,6 +341,10 @@ async fn pause(shutdown: &CancellationToken) -> bool {
 }
 
 /// One connection's life: returns why it ended.
+///
+/// The socket is read while an append runs on a blocking thread (one at a time, in order), so
+/// the master is not held by a full receive window for as long as a write takes; what arrives
+/// meanwhile waits, up to [`MAX_QUEUED`] bytes, and goes to the store with the next append.
 async fn replicate(
     mut stream: TcpStream,
     store: &Arc<MessageStore>,
@@ -350,95 +356,125 @@ async fn replicate(
     let segment_size = store.commit_log_segment_size();
     let mut buf = BytesMut::with_capacity(READ_BUFFER);
     let mut ticks = tokio::time::interval(Duration::from_secs(1));
-    loop {
-        let steps = coalesce(core.take_ready(), segment_size);
-        let idle = steps.is_empty();
-        for step in steps {
-            match step {
-                Step::Other(SlaveOut::Write(report)) => {
+    let mut queue = Queue::default();
+    let mut appending: Option<JoinHandle<Result<i64, ReplicaError>>> = None;
+    let reason = loop {
+        queue.extend(core.take_ready());
+        // What can be done now, in order: reports, and the next append once the last is done.
+        let closed = loop {
+            match queue.outs.front() {
+                None => break None,
+                Some(SlaveOut::Write(_)) => {
+                    let Some(SlaveOut::Write(report)) = queue.outs.pop_front() else {
+                        unreachable!("just seen")
+                    };
                     if let Err(err) = stream.write_all(&report).await {
-                        return CloseReason::Io(err.to_string());
+                        break Some(CloseReason::Io(err.to_string()));
                     }
                     status.0.lock().last_write_ms = now_millis();
                 }
-                Step::Append { offset, parts } => {
+                Some(SlaveOut::Append { .. }) if appending.is_some() => break None,
+                Some(SlaveOut::Append { .. }) => {
+                    let (offset, parts) = queue.take_appends(segment_size);
                     let store = store.clone();
-                    let appended = tokio::task::spawn_blocking(move || {
+                    appending = Some(tokio::task::spawn_blocking(move || {
                         let parts: Vec<&[u8]> = parts.iter().map(|p| p.as_ref()).collect();
                         store.append_replicated_parts(offset, &parts)
-                    })
-                    .await;
-                    match appended {
-                        Ok(Ok(end)) => core.on_appended(end, now_millis()),
-                        Ok(Err(err)) => return CloseReason::Store(err.to_string()),
-                        Err(err) => return CloseReason::Store(err.to_string()),
-                    }
+                    }));
                 }
-                Step::Other(SlaveOut::Close(reason)) => return reason,
-                Step::Other(SlaveOut::Append { .. }) => unreachable!("coalesce gathers appends"),
+                // Appends before a close are the master's valid bytes: they are finished below.
+                Some(SlaveOut::Close(_)) => {
+                    let Some(SlaveOut::Close(reason)) = queue.outs.pop_front() else {
+                        unreachable!("just seen")
+                    };
+                    break Some(reason);
+                }
             }
+        };
+        if let Some(reason) = closed {
+            break reason;
         }
-        // What `on_appended` asked for (a report) goes out before the next read.
-        if !idle {
-            continue;
-        }
+        let room = queue.bytes < MAX_QUEUED;
         buf.reserve(READ_BUFFER);
         tokio::select! {
-            _ = shutdown.cancelled() => return CloseReason::Eof,
+            _ = shutdown.cancelled() => break CloseReason::Eof,
+            done = async { appending.as_mut().expect("guarded").await }, if appending.is_some() => {
+                appending = None;
+                match done {
+                    Ok(Ok(end)) => core.on_appended(end, now_millis()),
+                    Ok(Err(err)) => break CloseReason::Store(err.to_string()),
+                    Err(err) => break CloseReason::Store(err.to_string()),
+                }
+            }
             _ = ticks.tick() => core.tick(now_millis()),
-            read = stream.read_buf(&mut buf) => match read {
+            read = stream.read_buf(&mut buf), if room => match read {
                 Ok(0) => core.on_eof(),
                 Ok(n) => {
                     let now = now_millis();
                     status.read(n, now);
                     core.on_bytes(&mut buf, now);
                 }
-                Err(err) => return CloseReason::Io(err.to_string()),
+                Err(err) => break CloseReason::Io(err.to_string()),
             },
         }
-    }
-}
-
-/// What the shell does next: `SlaveOut`s, with appends that continue one another gathered.
-#[derive(Debug)]
-enum Step {
-    /// The parts' bytes, one after another, appended at `offset` as one chunk.
-    Append {
-        offset: i64,
-        parts: Vec<Bytes>,
-    },
-    Other(SlaveOut),
-}
-
-/// Gathers appends that continue one another within one CommitLog segment, so that a read
-/// holding many small frames costs one blocking call and one report, not one per frame (a store
-/// append never crosses a segment). The frames stay where they were read: the store writes the
-/// parts as they are.
-fn coalesce(outs: Vec<SlaveOut>, segment_size: i64) -> Vec<Step> {
-    let mut steps: Vec<Step> = Vec::with_capacity(outs.len());
-    for out in outs {
-        let SlaveOut::Append { offset, bytes } = out else {
-            steps.push(Step::Other(out));
-            continue;
-        };
-        if let Some(Step::Append {
-            offset: first,
-            parts,
-        }) = steps.last_mut()
-        {
-            let end = *first + parts.iter().map(|p| p.len() as i64).sum::<i64>();
-            let last = offset + bytes.len() as i64 - 1;
-            if end == offset && first.div_euclid(segment_size) == last.div_euclid(segment_size) {
-                parts.push(bytes);
-                continue;
-            }
+    };
+    // The next connection starts from the store's end: the running append must be done first.
+    if let Some(appending) = appending {
+        if let Ok(Ok(end)) = appending.await {
+            core.on_appended(end, now_millis());
         }
-        steps.push(Step::Append {
-            offset,
-            parts: vec![bytes],
-        });
     }
-    steps
+    reason
+}
+
+/// Bytes read and not yet appended, beyond which the slave stops reading (the master then waits
+/// on the socket's window).
+const MAX_QUEUED: usize = 8 * 1024 * 1024;
+
+/// What the core asked for and the shell has not done yet.
+#[derive(Default)]
+struct Queue {
+    outs: VecDeque<SlaveOut>,
+    /// The bytes of the queued appends.
+    bytes: usize,
+}
+
+impl Queue {
+    fn extend(&mut self, outs: Vec<SlaveOut>) {
+        for out in outs {
+            if let SlaveOut::Append { bytes, .. } = &out {
+                self.bytes += bytes.len();
+            }
+            self.outs.push_back(out);
+        }
+    }
+
+    /// Takes the appends at the front that continue one another within one CommitLog segment,
+    /// so that many small frames cost one blocking call and one report, not one per frame (a
+    /// store append never crosses a segment). The frames stay where they were read: the store
+    /// writes the parts as they are. The front must be an append.
+    fn take_appends(&mut self, segment_size: i64) -> (i64, Vec<Bytes>) {
+        let Some(SlaveOut::Append { offset, bytes }) = self.outs.pop_front() else {
+            unreachable!("the front is an append")
+        };
+        let first = offset;
+        let mut end = offset + bytes.len() as i64;
+        self.bytes -= bytes.len();
+        let mut parts = vec![bytes];
+        while let Some(SlaveOut::Append { offset, bytes }) = self.outs.front() {
+            let last = offset + bytes.len() as i64 - 1;
+            if *offset != end || first.div_euclid(segment_size) != last.div_euclid(segment_size) {
+                break;
+            }
+            let Some(SlaveOut::Append { bytes, .. }) = self.outs.pop_front() else {
+                unreachable!("just seen")
+            };
+            end += bytes.len() as i64;
+            self.bytes -= bytes.len();
+            parts.push(bytes);
+        }
+        (first, parts)
+    }
 }
 
 #[cfg(test)]
@@ -453,19 +489,10 @@ mod tests {
         }
     }
 
-    fn spans(steps: &[Step]) -> Vec<(i64, usize)> {
-        steps
-            .iter()
-            .map(|s| match s {
-                Step::Append { offset, parts } => (*offset, parts.iter().map(|p| p.len()).sum()),
-                _ => (-1, 0),
-            })
-            .collect()
-    }
-
     #[test]
     fn adjacent_appends_join_within_a_segment_only() {
-        let outs = vec![
+        let mut queue = Queue::default();
+        queue.extend(vec![
             append(0, 10),
             append(10, 10),
             append(20, 12), // ends at the segment end (32)
@@ -474,19 +501,22 @@ mod tests {
             append(50, 4), // a gap: never joined
             SlaveOut::Write([0; 8]),
             append(54, 2),
-        ];
-        let merged = coalesce(outs, 32);
-        assert_eq!(
-            spans(&merged),
-            [(0, 32), (32, 12), (50, 4), (-1, 0), (54, 2)]
-        );
-        match &merged[0] {
-            Step::Append { parts, .. } => {
-                assert_eq!(parts.len(), 3, "the frames are kept, not joined");
-                assert_eq!(&parts[0][..], &[0; 10]);
-                assert_eq!(&parts[1][..], &[10; 10]);
-            }
-            _ => unreachable!(),
-        }
+        ]);
+        assert_eq!(queue.bytes, 50);
+        let (offset, parts) = queue.take_appends(32);
+        assert_eq!(offset, 0);
+        assert_eq!(parts.len(), 3, "the frames are kept, not joined");
+        assert_eq!(&parts[0][..], &[0; 10]);
+        assert_eq!(&parts[1][..], &[10; 10]);
+        assert_eq!(parts.iter().map(|p| p.len()).sum::<usize>(), 32);
+        let spans: Vec<_> = [queue.take_appends(32), queue.take_appends(32)]
+            .into_iter()
+            .map(|(offset, parts)| (offset, parts.iter().map(|p| p.len()).sum::<usize>()))
+            .collect();
+        assert_eq!(spans, [(32, 12), (50, 4)]);
+        assert!(matches!(queue.outs.pop_front(), Some(SlaveOut::Write(_))));
+        assert_eq!(queue.take_appends(32).0, 54);
+        assert_eq!(queue.bytes, 0);
+        assert!(queue.outs.is_empty());
     }
 }

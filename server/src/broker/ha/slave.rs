@@ -22,6 +22,8 @@ use super::{CloseReason, HaTimings};
 
 /// The smallest record or blank: its size and magic fields.
 const MIN_ENTRY_LEN: i64 = 8;
+/// The most room kept ahead for a split entry: a large record (4 MiB body by default) fits.
+const MAX_TAIL_RESERVE: usize = 8 * 1024 * 1024;
 
 /// What the shell must do, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -160,8 +162,21 @@ impl SlaveCore {
             });
             self.emitted += whole as i64;
         }
-        self.tail.extend_from_slice(&bytes[whole..]);
+        self.start_tail(&bytes[whole..]);
         Ok(())
+    }
+
+    /// Keeps `head`, the start of an entry split across frames, in the (empty) tail, with room
+    /// for the whole entry once its size is known, so that completing it copies each byte once.
+    fn start_tail(&mut self, head: &[u8]) {
+        if let Some(size) = head.get(..4) {
+            let size = i32::from_be_bytes(size.try_into().expect("4 bytes"));
+            // Checked against the segment by `whole_entries`; a lying size reserves no more
+            // than a large record needs, the rest grows only as bytes come.
+            self.tail
+                .reserve((size.max(0) as usize).min(MAX_TAIL_RESERVE));
+        }
+        self.tail.extend_from_slice(head);
     }
 
     /// Moves into the tail the bytes of `body` (the next frame's) that the split entry in it
@@ -173,7 +188,12 @@ impl SlaveCore {
                 MIN_ENTRY_LEN as usize // size and magic first: they say how long it is
             } else {
                 let size = i32::from_be_bytes(self.tail[..4].try_into().expect("4 bytes"));
-                size as usize // checked by whole_entries when the head came
+                let size = size as usize; // checked by whole_entries when the head came
+                if self.tail.capacity() < size {
+                    self.tail
+                        .reserve((size - self.tail.len()).min(MAX_TAIL_RESERVE));
+                }
+                size
             };
             let want = (known - self.tail.len()).min(body.len() - taken);
             self.tail.extend_from_slice(&body[taken..taken + want]);
