@@ -34,6 +34,10 @@ const POPULATE_STEP: usize = 64 * 1024;
 /// The most one round populates: ahead of 100 MB/s of appends at a round every 2.5 ms or sooner
 /// (the flush threads run one after every few pages written under load).
 const POPULATE_ROUND: usize = 256 * 1024;
+/// What the writer leaves behind is released once this much is due, by one `madvise` call per
+/// step: unmapping a step of dirty pages is short enough not to hold the core the network
+/// thread shares (see [`POPULATE_STEP`]).
+const RELEASE_STEP: i64 = 1024 * 1024;
 
 /// Proof that the caller holds the put lock.
 pub(crate) type PutGuard<'a> = MutexGuard<'a, ()>;
@@ -47,6 +51,9 @@ pub(crate) struct CommitLog {
     /// End of the range populated ahead of the writer (`i64::MAX` once the kernel refused):
     /// written by the flush thread, read by puts to know when to wake it.
     populated: AtomicI64,
+    /// Below this offset the writer's pages were released by [`CommitLog::release_behind_writer`]
+    /// (the flush thread's alone).
+    released_behind_writer: AtomicI64,
     /// Offset of the last record written, -1 when there is none (a slave compares its last
     /// record with the master's before it streams on).
     last_record: AtomicI64,
@@ -82,6 +89,7 @@ impl CommitLog {
             allocator,
             read_ahead: AtomicBool::new(true),
             populated: AtomicI64::new(0),
+            released_behind_writer: AtomicI64::new(0),
             last_record: AtomicI64::new(last_record.unwrap_or(-1)),
         }
     }
@@ -212,6 +220,29 @@ impl CommitLog {
             *ahead = start;
         }
         true
+    }
+
+    /// Unmaps the pages the writer left more than `keep` bytes behind since the last call, once
+    /// they are [`RELEASE_STEP`] or more: the flush thread calls it as often as it populates
+    /// ahead, so that a writer at hundreds of MB/s does not hold a second's worth of written
+    /// pages until [`CommitLog::release_cold_pages`]. Only the range new since the last call is
+    /// touched (the full sweep stays once a second).
+    pub(crate) fn release_behind_writer(&self, keep: i64) {
+        let cutoff = self.max_offset() - keep;
+        let from = self.released_behind_writer.load(Ordering::Relaxed);
+        if cutoff - from < RELEASE_STEP {
+            return;
+        }
+        let mut start = from;
+        while start < cutoff {
+            let end = (start + RELEASE_STEP).min(cutoff);
+            if let Err(e) = self.files.release_pages_between(start, end) {
+                tracing::debug!(error = %e, "cannot release CommitLog pages");
+                break;
+            }
+            start = end;
+        }
+        self.released_behind_writer.store(cutoff, Ordering::Relaxed);
     }
 
     /// Unmaps CommitLog pages more than `keep` bytes behind the write position (see

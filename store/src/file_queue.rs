@@ -125,6 +125,22 @@ impl FileQueue {
         Ok(())
     }
 
+    /// [`FileQueue::release_pages_below`] of `[from, to)` only: what lies in files below `from`
+    /// is left as it is.
+    pub(crate) fn release_pages_between(&self, from: i64, to: i64) -> io::Result<()> {
+        for file in self.snapshot().iter() {
+            if file.from() >= to {
+                break;
+            }
+            if file.end() <= from {
+                continue;
+            }
+            let start = (from - file.from()).max(0) as usize;
+            file.release_range(start, (to - file.from()) as usize)?;
+        }
+        Ok(())
+    }
+
     /// Start of the first file, or -1 if there is none (Java's `getMinOffset`).
     pub(crate) fn min_offset(&self) -> i64 {
         self.files.load().first().map_or(-1, |f| f.from())

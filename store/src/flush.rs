@@ -160,6 +160,9 @@ pub(crate) fn run_async_flush(shared: Arc<Shared>) {
             next_flush = Instant::now() + interval;
         }
         shared.commit_log.populate_ahead();
+        shared
+            .commit_log
+            .release_behind_writer(config.commit_log_resident_tail as i64);
         if config.flush_commit_log_timed {
             wait = next_flush.saturating_duration_since(Instant::now());
         }
@@ -187,6 +190,9 @@ pub(crate) fn run_group_commit(shared: Arc<Shared>) {
     while group.waker.wait(Duration::from_millis(10)) {
         commit_group(&shared, group.take(false));
         shared.commit_log.populate_ahead();
+        shared
+            .commit_log
+            .release_behind_writer(shared.config.commit_log_resident_tail as i64);
     }
     // Puts that raced with the stop still get their answer.
     commit_group(&shared, group.take(true));

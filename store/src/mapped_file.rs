@@ -355,8 +355,14 @@ impl MappedFile {
     /// and file-backed, so nothing is lost: dirty pages stay dirty in the page cache, and a later
     /// read maps the same bytes again. Only the broker's resident set shrinks.
     pub(crate) fn release_pages(&self, to: usize) -> io::Result<()> {
+        self.release_range(0, to)
+    }
+
+    /// [`MappedFile::release_pages`] of the whole pages in `[from, to)`.
+    pub(crate) fn release_range(&self, from: usize, to: usize) -> io::Result<()> {
+        let from = from.div_ceil(OS_PAGE_SIZE) * OS_PAGE_SIZE;
         let to = (to / OS_PAGE_SIZE * OS_PAGE_SIZE).min(self.size());
-        if to == 0 {
+        if to <= from {
             return Ok(());
         }
         // SAFETY: MADV_DONTNEED on a MAP_SHARED file mapping keeps the contents (the zero-fill
@@ -364,7 +370,7 @@ impl MappedFile {
         // slices handed out of this mapping keep reading the same bytes.
         unsafe {
             self.map
-                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, to)
+                .unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, from, to - from)
         }
     }
 
@@ -544,7 +550,10 @@ pub(crate) mod tests {
         let record = vec![7u8; OS_PAGE_SIZE + 10];
         assert_eq!(file.append(&record).unwrap(), Some(0));
         let slice = file.slice(0, record.len()).unwrap();
-        // Not flushed yet: the dirty pages must survive being unmapped.
+        // Not flushed yet: the dirty pages must survive being unmapped, a range as the whole.
+        file.release_range(1, OS_PAGE_SIZE + 10).unwrap(); // no whole page inside: nothing
+        file.release_range(OS_PAGE_SIZE, 2 * OS_PAGE_SIZE).unwrap();
+        assert_eq!(&slice[..], &record[..]);
         file.release_pages(2 * OS_PAGE_SIZE + 1).unwrap();
         assert_eq!(&slice[..], &record[..]);
         assert_eq!(file.read(0, record.len()), Some(&record[..]));

@@ -179,8 +179,8 @@ fn read_queue(
 /// major ones if the page cache dropped the data, would stall a tokio worker and every
 /// connection on it. It is read on a blocking thread, at most `pullMessageThreadPoolNums` at
 /// once (Java serves pulls from a thread pool of that size), and the records are copied out
-/// there, so that encoding the reply touches no cold page. Cold data exists, so such a pull is
-/// never held.
+/// there, so that encoding the reply touches no cold page, and the pages it mapped are released
+/// at once. Cold data exists, so such a pull is never held.
 fn read_cold(state: &Arc<BrokerState>, request: PullRequest, filter: Filter) -> Handled {
     let state = state.clone();
     Handled::Later(Box::pin(async move {
@@ -191,6 +191,7 @@ fn read_cold(state: &Arc<BrokerState>, request: PullRequest, filter: Filter) -> 
             for message in &mut result.messages {
                 *message = Bytes::copy_from_slice(message);
             }
+            state.store.release_cold_pages();
             result
         });
         match read.await {

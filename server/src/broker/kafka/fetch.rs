@@ -84,7 +84,10 @@ fn read_cold(state: &Arc<BrokerState>, request: FetchRequest) -> Answer {
         let permit = Arc::clone(&state.cold_reads).acquire_owned().await;
         let read = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            read(&state, &request).0
+            // The records are encoded into the response: the cold pages can go at once.
+            let response = read(&state, &request).0;
+            state.store.release_cold_pages();
+            response
         });
         match read.await {
             Ok(response) => Response::Fetch(response),

@@ -1,0 +1,105 @@
+//! The broker's resident set after a cold read: the CommitLog pages a lagging consumer's read
+//! faults in leave it as soon as the reader calls `release_cold_pages`, not a second later.
+//! Alone in its binary: it measures the whole process's `RssFile`.
+
+mod common;
+
+use common::{message, put};
+use skiff_store::{MessageStore, StoreConfig};
+
+const MIB: usize = 1024 * 1024;
+
+/// The file pages this process has mapped (`RssFile` of /proc/self/status), in bytes.
+fn rss_file() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with("RssFile:")).unwrap();
+    let kib: usize = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kib * 1024
+}
+
+/// The tests measure the one process's resident set: one at a time.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+#[test]
+fn a_cold_reads_pages_are_released_at_once() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(StoreConfig {
+        commit_log_file_size: 64 * MIB as u64,
+        commit_log_resident_tail: MIB as u64,
+        ..StoreConfig::new(dir.path())
+    })
+    .unwrap();
+    let body = vec![b'c'; 4096];
+    for _ in 0..48 {
+        put(
+            &store,
+            (0..256).map(|_| message("Cold", 0, &body, None)).collect(),
+        );
+    }
+    store.release_cold_pages();
+    // The flush thread also releases, about once a second: a round it interrupts is tried again.
+    let mut mapped_by_read = 0;
+    for _ in 0..3 {
+        let before = rss_file();
+        let mut offset = 0;
+        let mut count = 0;
+        loop {
+            let read = store.get_messages("Cold", 0, offset, 256, usize::MAX, &|_| true);
+            if read.messages.is_empty() {
+                break;
+            }
+            for record in &read.messages {
+                // Touches every page of the record (4 KiB body and its header).
+                std::hint::black_box(record.iter().step_by(1024).fold(0u8, |a, b| a ^ b));
+                count += 1;
+            }
+            offset = read.next_begin_offset;
+        }
+        assert_eq!(count, 48 * 256, "every message read");
+        let after_read = rss_file();
+        store.release_cold_pages();
+        let after_release = rss_file();
+        assert!(
+            after_release <= before + 8 * MIB,
+            "released: {} MiB mapped before the read, {} MiB after the release",
+            before / MIB,
+            after_release / MIB
+        );
+        mapped_by_read = mapped_by_read.max(after_read.saturating_sub(before));
+        if mapped_by_read >= 32 * MIB {
+            break;
+        }
+    }
+    assert!(
+        mapped_by_read >= 32 * MIB,
+        "the read mapped the 48 MiB it read (at most {} MiB seen)",
+        mapped_by_read / MIB
+    );
+}
+
+/// What the writer leaves more than the resident tail behind leaves the resident set (the flush
+/// thread's rounds release it as they populate ahead; the sweep once a second catches the rest).
+#[test]
+fn the_writers_pages_leave_while_it_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = MessageStore::open(StoreConfig {
+        commit_log_file_size: 64 * MIB as u64,
+        commit_log_resident_tail: MIB as u64,
+        ..StoreConfig::new(dir.path())
+    })
+    .unwrap();
+    let body = vec![b'w'; 4096];
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let before = rss_file();
+    for _ in 0..48 {
+        put(
+            &store,
+            (0..256).map(|_| message("Hot", 0, &body, None)).collect(),
+        );
+    }
+    // Each put of 1 MiB wakes the flush thread to populate ahead; its round releases too.
+    common::wait_until("the written pages released", || {
+        rss_file() <= before + 16 * MIB
+    });
+}
