@@ -707,3 +707,62 @@ async fn topics_are_created_described_and_deleted_as_rocketmq_admin_would() {
     assert_eq!(codes, vec![0, 3]);
     cluster.stop().await;
 }
+
+/// With no CommitLog kept mapped behind the writer, every Fetch and pull reads cold data on a
+/// blocking thread and unmaps what it mapped before answering: the answers are whole.
+#[tokio::test]
+async fn cold_reads_answer_whole_records_after_their_pages_are_released() {
+    let cluster = Cluster::start(|config| {
+        config.kafka_listen = Some("127.0.0.1:0".parse().unwrap());
+        config.commit_log_resident_tail = 0;
+    })
+    .await;
+    let mut client = Client::connect(&cluster).await;
+    client
+        .send(ApiKey::Metadata, 12, &metadata("ColdOrders"))
+        .await;
+    let (_, _meta): (_, MetadataResponse) = client.receive(ApiKey::Metadata, 12).await;
+    let sent: Vec<_> = (0..5).map(record).collect();
+    client
+        .send(ApiKey::Produce, 9, &produce("ColdOrders", 1, -1, &sent))
+        .await;
+    let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    for _ in 0..2 {
+        client
+            .send(ApiKey::Fetch, 12, &fetch("ColdOrders", 1, 0, 0))
+            .await;
+        let (_, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+        assert_eq!(fetched(&response), (0, sent.clone()));
+    }
+    let pull = Request::Pull(PullRequest {
+        consumer_group: "cold-reader".into(),
+        queue: QueueRef {
+            topic: "ColdOrders".into(),
+            queue_id: 1,
+            physical: false,
+        },
+        max_msg_nums: 32,
+        subscription: Some(SubscriptionExpression {
+            expression_type: "TAG".into(),
+            expression: "*".into(),
+            version: 0,
+        }),
+        ..PullRequest::default()
+    });
+    let reply = cluster.broker_client().await.invoke(&pull, TIMEOUT).await;
+    let Ok(Reply::Pulled(pulled)) = reply else {
+        panic!("pull failed: {reply:?}");
+    };
+    let bodies: Vec<_> = pulled
+        .messages
+        .iter()
+        .map(|m| Record::decode(m, true).unwrap().body.to_vec())
+        .collect();
+    let expected: Vec<_> = sent
+        .iter()
+        .map(|r| r.value.clone().unwrap().to_vec())
+        .collect();
+    assert_eq!(bodies, expected);
+    cluster.stop().await;
+}

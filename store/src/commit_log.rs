@@ -52,8 +52,11 @@ pub(crate) struct CommitLog {
     /// written by the flush thread, read by puts to know when to wake it.
     populated: AtomicI64,
     /// Below this offset the writer's pages were released by [`CommitLog::release_behind_writer`]
-    /// (the flush thread's alone).
+    /// (the flush thread's alone); -1 before its first call.
     released_behind_writer: AtomicI64,
+    /// The span of CommitLog offsets that reads far behind the writer mapped since
+    /// [`CommitLog::release_cold_reads`] last ran.
+    cold_read_span: Mutex<Option<(i64, i64)>>,
     /// Offset of the last record written, -1 when there is none (a slave compares its last
     /// record with the master's before it streams on).
     last_record: AtomicI64,
@@ -89,7 +92,8 @@ impl CommitLog {
             allocator,
             read_ahead: AtomicBool::new(true),
             populated: AtomicI64::new(0),
-            released_behind_writer: AtomicI64::new(0),
+            released_behind_writer: AtomicI64::new(-1),
+            cold_read_span: Mutex::new(None),
             last_record: AtomicI64::new(last_record.unwrap_or(-1)),
         }
     }
@@ -230,6 +234,13 @@ impl CommitLog {
     pub(crate) fn release_behind_writer(&self, keep: i64) {
         let cutoff = self.max_offset() - keep;
         let from = self.released_behind_writer.load(Ordering::Relaxed);
+        if from < 0 {
+            // What lies below the end at start was not written by this process's writer: the
+            // sweep once a second covers it.
+            self.released_behind_writer
+                .store(cutoff.max(0), Ordering::Relaxed);
+            return;
+        }
         if cutoff - from < RELEASE_STEP {
             return;
         }
@@ -243,6 +254,29 @@ impl CommitLog {
             start = end;
         }
         self.released_behind_writer.store(cutoff, Ordering::Relaxed);
+    }
+
+    /// A read mapped `[from, to)` of data more than the resident tail behind the writer.
+    pub(crate) fn note_cold_read(&self, from: i64, to: i64) {
+        let mut span = self.cold_read_span.lock();
+        *span = Some(match *span {
+            Some((a, b)) => (a.min(from), b.max(to)),
+            None => (from, to),
+        });
+    }
+
+    /// Unmaps what reads noted by [`CommitLog::note_cold_read`] mapped, as far as it lies more
+    /// than `keep` bytes behind the write position: a few `madvise` calls, however long the log.
+    pub(crate) fn release_cold_reads(&self, keep: i64) {
+        let Some((from, to)) = self.cold_read_span.lock().take() else {
+            return;
+        };
+        let to = to.min(self.max_offset() - keep);
+        if to > from {
+            if let Err(e) = self.files.release_pages_between(from, to) {
+                tracing::debug!(error = %e, "cannot release CommitLog pages");
+            }
+        }
     }
 
     /// Unmaps CommitLog pages more than `keep` bytes behind the write position (see

@@ -639,15 +639,16 @@ impl MessageStore {
             .is_some_and(|behind| behind > self.shared.config.commit_log_resident_tail as i64)
     }
 
-    /// Unmaps now what the flush thread unmaps about once a second: the CommitLog pages more
-    /// than `commit_log_resident_tail` behind the writer. A cold read calls it once it has copied
-    /// its records out, so that the pages it faulted in leave the broker's resident set at once
-    /// (a consumer catching up at hundreds of MB/s would otherwise hold a second's worth). Only
-    /// `madvise` calls: the page cache keeps the bytes.
-    pub fn release_cold_pages(&self) {
+    /// Unmaps the CommitLog pages that reads of data more than `commit_log_resident_tail` behind
+    /// the writer mapped since the last call (the flush thread's sweep does it about once a
+    /// second). A cold read calls it once it has copied its records out, so that the pages it
+    /// faulted in leave the broker's resident set at once (a consumer catching up at hundreds of
+    /// MB/s would otherwise hold a second's worth). Only `madvise` calls, over the span those
+    /// reads covered: the page cache keeps the bytes.
+    pub fn release_cold_read_pages(&self) {
         self.shared
             .commit_log
-            .release_cold_pages(self.shared.config.commit_log_resident_tail as i64);
+            .release_cold_reads(self.shared.config.commit_log_resident_tail as i64);
     }
 
     /// Bytes between the start of the record at `queue_offset` and the CommitLog's end (`None`

@@ -181,6 +181,9 @@ impl Shared {
     ) {
         let mut total = 0usize;
         let mut next_phy_file_start = i64::MIN;
+        // What this read maps of data the store keeps unmapped, for `release_cold_read_pages`.
+        let cold_below = max_offset_py - self.config.commit_log_resident_tail as i64;
+        let mut cold: Option<(i64, i64)> = None;
         for (k, unit) in entries.chunks_exact(ENTRY_SIZE).enumerate() {
             if result.next_begin_offset >= max_offset {
                 break;
@@ -216,12 +219,21 @@ impl Shared {
                     next_phy_file_start = self.commit_log.roll_next_file(entry.offset);
                 }
                 Some(message) => {
+                    if entry.offset < cold_below {
+                        let end = entry.offset + message.len() as i64;
+                        cold = Some(cold.map_or((entry.offset, end), |(a, b)| {
+                            (a.min(entry.offset), b.max(end))
+                        }));
+                    }
                     total += message.len();
                     result.messages.push(message);
                     result.status = GetMessageStatus::Found;
                     next_phy_file_start = i64::MIN;
                 }
             }
+        }
+        if let Some((from, to)) = cold {
+            self.commit_log.note_cold_read(from, to);
         }
     }
 

@@ -1,13 +1,18 @@
-//! The broker's resident set after a cold read: the CommitLog pages a lagging consumer's read
-//! faults in leave it as soon as the reader calls `release_cold_pages`, not a second later.
-//! Alone in its binary: it measures the whole process's `RssFile`.
+//! The broker's resident set: the CommitLog pages the writer leaves behind, and those a lagging
+//! consumer's read faults in, leave it while the broker runs, not only at the sweep once a
+//! second. Alone in its binary: it measures the whole process's `RssFile`.
 
 mod common;
+
+use std::path::Path;
 
 use common::{message, put};
 use skiff_store::{MessageStore, StoreConfig};
 
 const MIB: usize = 1024 * 1024;
+
+/// The tests measure the one process's resident set: one at a time.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// The file pages this process has mapped (`RssFile` of /proc/self/status), in bytes.
 fn rss_file() -> usize {
@@ -17,28 +22,45 @@ fn rss_file() -> usize {
     kib * 1024
 }
 
-/// The tests measure the one process's resident set: one at a time.
-static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// A store keeping 1 MiB of CommitLog mapped behind its writer, with 48 MiB written to `topic`
+/// queue 0 (4 KiB bodies), once those pages have left the resident set again.
+fn store_with_48_mib(dir: &Path, topic: &str) -> MessageStore {
+    let store = MessageStore::open(StoreConfig {
+        commit_log_file_size: 64 * MIB as u64,
+        commit_log_resident_tail: MIB as u64,
+        ..StoreConfig::new(dir)
+    })
+    .unwrap();
+    let before = rss_file();
+    let body = vec![b'c'; 4096];
+    for _ in 0..48 {
+        put(
+            &store,
+            (0..256).map(|_| message(topic, 0, &body, None)).collect(),
+        );
+    }
+    // Each put of 1 MiB wakes the flush thread to populate ahead; its rounds release what the
+    // writer left behind (the sweep once a second catches the rest).
+    common::wait_until("the written pages released", || {
+        rss_file() <= before + 16 * MIB
+    });
+    store
+}
+
+#[test]
+fn the_writers_pages_leave_while_it_writes() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    store_with_48_mib(dir.path(), "Hot");
+}
 
 #[test]
 fn a_cold_reads_pages_are_released_at_once() {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(StoreConfig {
-        commit_log_file_size: 64 * MIB as u64,
-        commit_log_resident_tail: MIB as u64,
-        ..StoreConfig::new(dir.path())
-    })
-    .unwrap();
-    let body = vec![b'c'; 4096];
-    for _ in 0..48 {
-        put(
-            &store,
-            (0..256).map(|_| message("Cold", 0, &body, None)).collect(),
-        );
-    }
-    store.release_cold_pages();
-    // The flush thread also releases, about once a second: a round it interrupts is tried again.
+    let store = store_with_48_mib(dir.path(), "Cold");
+    // The flush thread's sweep also releases, once a second: a round it interrupts is tried
+    // again.
     let mut mapped_by_read = 0;
     for _ in 0..3 {
         let before = rss_file();
@@ -58,7 +80,7 @@ fn a_cold_reads_pages_are_released_at_once() {
         }
         assert_eq!(count, 48 * 256, "every message read");
         let after_read = rss_file();
-        store.release_cold_pages();
+        store.release_cold_read_pages();
         let after_release = rss_file();
         assert!(
             after_release <= before + 8 * MIB,
@@ -76,30 +98,4 @@ fn a_cold_reads_pages_are_released_at_once() {
         "the read mapped the 48 MiB it read (at most {} MiB seen)",
         mapped_by_read / MIB
     );
-}
-
-/// What the writer leaves more than the resident tail behind leaves the resident set (the flush
-/// thread's rounds release it as they populate ahead; the sweep once a second catches the rest).
-#[test]
-fn the_writers_pages_leave_while_it_writes() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = MessageStore::open(StoreConfig {
-        commit_log_file_size: 64 * MIB as u64,
-        commit_log_resident_tail: MIB as u64,
-        ..StoreConfig::new(dir.path())
-    })
-    .unwrap();
-    let body = vec![b'w'; 4096];
-    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
-    let before = rss_file();
-    for _ in 0..48 {
-        put(
-            &store,
-            (0..256).map(|_| message("Hot", 0, &body, None)).collect(),
-        );
-    }
-    // Each put of 1 MiB wakes the flush thread to populate ahead; its round releases too.
-    common::wait_until("the written pages released", || {
-        rss_file() <= before + 16 * MIB
-    });
 }

@@ -191,7 +191,7 @@ fn read_cold(state: &Arc<BrokerState>, request: PullRequest, filter: Filter) -> 
             for message in &mut result.messages {
                 *message = Bytes::copy_from_slice(message);
             }
-            state.store.release_cold_pages();
+            state.store.release_cold_read_pages();
             result
         });
         match read.await {

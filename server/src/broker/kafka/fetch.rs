@@ -86,7 +86,7 @@ fn read_cold(state: &Arc<BrokerState>, request: FetchRequest) -> Answer {
             let _permit = permit;
             // The records are encoded into the response: the cold pages can go at once.
             let response = read(&state, &request).0;
-            state.store.release_cold_pages();
+            state.store.release_cold_read_pages();
             response
         });
         match read.await {
