@@ -17,7 +17,9 @@ use kafka_protocol::messages::{
     ProduceRequest, ProduceResponse, RequestHeader, ResponseHeader, TopicName,
 };
 use kafka_protocol::protocol::{encode_request_header_into_buffer, Decodable, Encodable, StrBytes};
-use skiff_model::command::{PullRequest, QueueRef, Reply, Request, SubscriptionExpression};
+use skiff_model::command::{
+    PullRequest, PullResult, QueueRef, Reply, Request, SubscriptionExpression,
+};
 use skiff_model::keyed::{Header, KeyedRecord};
 use skiff_model::message::{keys, Properties};
 use skiff_model::record::Record;
@@ -160,6 +162,30 @@ fn fetched(response: &FetchResponse) -> (i16, Vec<KeyedRecord>) {
     (partition.error_code, records)
 }
 
+/// Up to 32 messages of a queue from its start, through RocketMQ's pull (every tag).
+async fn pull_all(cluster: &Cluster, group: &str, topic: &str, queue_id: i32) -> PullResult {
+    let pull = Request::Pull(PullRequest {
+        consumer_group: group.into(),
+        queue: QueueRef {
+            topic: topic.into(),
+            queue_id,
+            physical: false,
+        },
+        max_msg_nums: 32,
+        subscription: Some(SubscriptionExpression {
+            expression_type: "TAG".into(),
+            expression: "*".into(),
+            version: 0,
+        }),
+        ..PullRequest::default()
+    });
+    let reply = cluster.broker_client().await.invoke(&pull, TIMEOUT).await;
+    let Ok(Reply::Pulled(pulled)) = reply else {
+        panic!("pull failed: {reply:?}");
+    };
+    pulled
+}
+
 #[tokio::test]
 async fn produced_records_fetch_back_and_read_as_rocketmq_messages() {
     let cluster = kafka_cluster().await;
@@ -192,25 +218,7 @@ async fn produced_records_fetch_back_and_read_as_rocketmq_messages() {
     assert_eq!(fetched(&response), (0, sent[2..].to_vec()));
 
     // The same records through RocketMQ's pull: key as KEYS, text headers as properties.
-    let pull = Request::Pull(PullRequest {
-        consumer_group: "rocketmq-reader".into(),
-        queue: QueueRef {
-            topic: "KafkaOrders".into(),
-            queue_id: 3,
-            physical: false,
-        },
-        max_msg_nums: 32,
-        subscription: Some(SubscriptionExpression {
-            expression_type: "TAG".into(),
-            expression: "*".into(),
-            version: 0,
-        }),
-        ..PullRequest::default()
-    });
-    let Ok(Reply::Pulled(pulled)) = cluster.broker_client().await.invoke(&pull, TIMEOUT).await
-    else {
-        panic!("pull failed");
-    };
+    let pulled = pull_all(&cluster, "rocketmq-reader", "KafkaOrders", 3).await;
     assert_eq!(pulled.messages.len(), 5);
     let first = Record::decode(&pulled.messages[0], true).unwrap();
     let properties = Properties::decode_bytes(first.properties);
@@ -735,25 +743,7 @@ async fn cold_reads_answer_whole_records_after_their_pages_are_released() {
         let (_, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
         assert_eq!(fetched(&response), (0, sent.clone()));
     }
-    let pull = Request::Pull(PullRequest {
-        consumer_group: "cold-reader".into(),
-        queue: QueueRef {
-            topic: "ColdOrders".into(),
-            queue_id: 1,
-            physical: false,
-        },
-        max_msg_nums: 32,
-        subscription: Some(SubscriptionExpression {
-            expression_type: "TAG".into(),
-            expression: "*".into(),
-            version: 0,
-        }),
-        ..PullRequest::default()
-    });
-    let reply = cluster.broker_client().await.invoke(&pull, TIMEOUT).await;
-    let Ok(Reply::Pulled(pulled)) = reply else {
-        panic!("pull failed: {reply:?}");
-    };
+    let pulled = pull_all(&cluster, "cold-reader", "ColdOrders", 1).await;
     let bodies: Vec<_> = pulled
         .messages
         .iter()
