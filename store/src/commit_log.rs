@@ -38,6 +38,14 @@ const POPULATE_ROUND: usize = 256 * 1024;
 /// step: unmapping a step of dirty pages is short enough not to hold the core the network
 /// thread shares (see [`POPULATE_STEP`]).
 const RELEASE_STEP: i64 = 1024 * 1024;
+/// How far past a cold read the page cache is asked to read ahead: a consumer catching up at
+/// 250 MB/s reads this in about 60 ms, and a disk at 1 GB/s fetches it in about 15 ms, so its next
+/// read finds its pages cached instead of waiting for them in a page fault.
+const COLD_READ_AHEAD: i64 = 16 * 1024 * 1024;
+/// What one `MADV_WILLNEED` call asks for: the kernel reads at most the larger of the device's
+/// largest request and its readahead window per call (512 KiB with common defaults) and drops
+/// the rest without a word.
+const READ_AHEAD_STEP: i64 = 512 * 1024;
 
 /// Proof that the caller holds the put lock.
 pub(crate) type PutGuard<'a> = MutexGuard<'a, ()>;
@@ -57,6 +65,8 @@ pub(crate) struct CommitLog {
     /// The span of CommitLog offsets that reads far behind the writer mapped since
     /// [`CommitLog::release_cold_reads`] last ran.
     cold_read_span: Mutex<Option<(i64, i64)>>,
+    /// End of what [`CommitLog::read_ahead_of_cold_read`] last asked the kernel to read.
+    cold_read_ahead_until: AtomicI64,
     /// Offset of the last record written, -1 when there is none (a slave compares its last
     /// record with the master's before it streams on).
     last_record: AtomicI64,
@@ -94,6 +104,7 @@ impl CommitLog {
             populated: AtomicI64::new(0),
             released_behind_writer: AtomicI64::new(-1),
             cold_read_span: Mutex::new(None),
+            cold_read_ahead_until: AtomicI64::new(-1),
             last_record: AtomicI64::new(last_record.unwrap_or(-1)),
         }
     }
@@ -267,16 +278,48 @@ impl CommitLog {
 
     /// Unmaps what reads noted by [`CommitLog::note_cold_read`] mapped, as far as it lies more
     /// than `keep` bytes behind the write position: a few `madvise` calls, however long the log.
-    pub(crate) fn release_cold_reads(&self, keep: i64) {
-        let Some((from, to)) = self.cold_read_span.lock().take() else {
-            return;
-        };
-        let to = to.min(self.max_offset() - keep);
+    /// Returns the end of the span those reads covered.
+    pub(crate) fn release_cold_reads(&self, keep: i64) -> Option<i64> {
+        let (from, end) = self.cold_read_span.lock().take()?;
+        let to = end.min(self.max_offset() - keep);
         if to > from {
             if let Err(e) = self.files.release_pages_between(from, to) {
                 tracing::debug!(error = %e, "cannot release CommitLog pages");
             }
         }
+        Some(end)
+    }
+
+    /// Asks the kernel to read the [`COLD_READ_AHEAD`] bytes after `end`, where a cold read
+    /// stopped, into the page cache without mapping them, as far as they lie more than `keep`
+    /// bytes behind the write position (the tail is mapped and cached). Only what the last call
+    /// did not ask for is asked, so a consumer reading on pays for each page once. Nothing is
+    /// asked with readahead off (`dataReadAheadEnable=false`: reads are scattered).
+    pub(crate) fn read_ahead_of_cold_read(&self, end: i64, keep: i64) {
+        if !self.read_ahead.load(Ordering::Relaxed) {
+            return;
+        }
+        let until = (end + COLD_READ_AHEAD).min(self.max_offset() - keep);
+        let asked = self.cold_read_ahead_until.load(Ordering::Relaxed);
+        // Another reader's window (or none yet): start at this read's end.
+        let from = if (end..until).contains(&asked) {
+            asked
+        } else {
+            end
+        };
+        if until <= from {
+            return;
+        }
+        let mut start = from;
+        while start < until {
+            let step_end = (start + READ_AHEAD_STEP).min(until);
+            if let Err(e) = self.files.will_need_between(start, step_end) {
+                tracing::debug!(error = %e, "cannot read CommitLog pages ahead");
+                break;
+            }
+            start = step_end;
+        }
+        self.cold_read_ahead_until.store(until, Ordering::Relaxed);
     }
 
     /// Unmaps CommitLog pages more than `keep` bytes behind the write position (see

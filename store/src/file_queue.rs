@@ -141,6 +141,21 @@ impl FileQueue {
         Ok(())
     }
 
+    /// [`MappedFile::will_need`] over the files holding `[from, to)`.
+    pub(crate) fn will_need_between(&self, from: i64, to: i64) -> io::Result<()> {
+        for file in self.snapshot().iter() {
+            if file.from() >= to {
+                break;
+            }
+            if file.end() <= from {
+                continue;
+            }
+            let start = (from - file.from()).max(0) as usize;
+            file.will_need(start, (to - file.from()) as usize)?;
+        }
+        Ok(())
+    }
+
     /// Start of the first file, or -1 if there is none (Java's `getMinOffset`).
     pub(crate) fn min_offset(&self) -> i64 {
         self.files.load().first().map_or(-1, |f| f.from())

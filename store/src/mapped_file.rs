@@ -374,6 +374,18 @@ impl MappedFile {
         }
     }
 
+    /// Starts reading `[from, to)` into the page cache (`MADV_WILLNEED`) and returns without
+    /// waiting for the disk or mapping anything: the process's resident set does not grow.
+    pub(crate) fn will_need(&self, from: usize, to: usize) -> io::Result<()> {
+        let from = from / OS_PAGE_SIZE * OS_PAGE_SIZE;
+        let to = to.min(self.size());
+        if from >= to {
+            return Ok(());
+        }
+        self.map
+            .advise_range(memmap2::Advice::WillNeed, from, to - from)
+    }
+
     /// Maps `[from, to)` writable ahead of the writer without touching the bytes
     /// (`MADV_POPULATE_WRITE`), so the append that later writes there takes no page fault, and no
     /// kernel zeroing, under the put lock. Fails on kernels before 5.14.

@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use common::{message, put};
@@ -98,4 +99,54 @@ fn a_cold_reads_pages_are_released_at_once() {
         "the read mapped the 48 MiB it read (at most {} MiB seen)",
         mapped_by_read / MIB
     );
+}
+
+/// How many of the pages of `file`'s `[from, to)` the page cache holds (`mincore` of a mapping of
+/// our own: for a file it reports the page cache, not this process's page tables).
+fn cached_pages(file: &std::fs::File, from: usize, to: usize) -> usize {
+    // SAFETY: read-only, and only its residency is asked: no byte of it is read.
+    let map = unsafe { memmap2::Mmap::map(file) }.unwrap();
+    let page = 4096;
+    let mut vec = vec![0u8; (to - from).div_ceil(page)];
+    // SAFETY: `from` is page-aligned inside the mapping and `vec` has a byte per page of the range.
+    let rc = unsafe {
+        libc::mincore(
+            map.as_ptr().add(from) as *mut libc::c_void,
+            to - from,
+            vec.as_mut_ptr(),
+        )
+    };
+    assert_eq!(rc, 0, "mincore: {}", std::io::Error::last_os_error());
+    vec.iter().filter(|&&b| b & 1 == 1).count()
+}
+
+#[test]
+fn a_cold_read_has_the_kernel_read_what_follows() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_48_mib(dir.path(), "Ahead");
+    // Out of the page cache, as pages nobody touched for a while on a busy host: written back
+    // first, for the kernel drops only clean pages nobody maps.
+    let segment = std::fs::File::open(dir.path().join("commitlog/00000000000000000000")).unwrap();
+    segment.sync_all().unwrap();
+    // SAFETY: plain syscall on an open descriptor.
+    let rc = unsafe { libc::posix_fadvise(segment.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0);
+    let (ahead_from, ahead_to) = (8 * MIB, 20 * MIB);
+    if cached_pages(&segment, ahead_from, ahead_to) > (ahead_to - ahead_from) / 4096 / 10 {
+        eprintln!("this file system keeps the pages cached (tmpfs?): nothing to observe");
+        return;
+    }
+    // About 4 MiB of records, read as a consumer catching up reads them.
+    let mut offset = 0;
+    while offset < 1000 {
+        let read = store.get_messages("Ahead", 0, offset, 250, usize::MAX, &|_| true);
+        assert!(!read.messages.is_empty());
+        offset = read.next_begin_offset;
+    }
+    store.release_cold_read_pages();
+    let wanted = (ahead_to - ahead_from) / 4096;
+    common::wait_until("the next pages read into the page cache", || {
+        cached_pages(&segment, ahead_from, ahead_to) == wanted
+    });
 }
