@@ -1,8 +1,9 @@
 //! The Kafka wire protocol, the subset Skiff serves: frames, request headers, the APIs and
 //! versions Skiff advertises, and record batches ([`records`]).
 //!
-//! A frame is a 4-byte big-endian size and that many bytes ([`frame_codec`] cuts them, refusing
-//! sizes over the listener's limit before buffering). A request frame starts with a header
+//! A frame is a 4-byte big-endian size and that many bytes ([`frame_codec`] cuts requests,
+//! refusing sizes over the listener's limit before buffering; [`encode_response`] writes replies
+//! whole, size included). A request frame starts with a header
 //! (api key, api version, correlation id, client id, and tagged fields for flexible versions);
 //! its body's schema depends on the key and version. [`decode_request`] reads both, using the
 //! `kafka-protocol` crate for the message schemas after `guard` has checked the body's array
@@ -118,6 +119,12 @@ macro_rules! served_apis {
         fn encode_body(response: &Response, buf: &mut BytesMut, version: i16) -> anyhow::Result<()> {
             match response {
                 $(Response::$variant(r) => r.encode(buf, version),)*
+            }
+        }
+
+        fn body_size(response: &Response, version: i16) -> anyhow::Result<usize> {
+            match response {
+                $(Response::$variant(r) => r.compute_size(version),)*
             }
         }
     };
@@ -271,16 +278,22 @@ pub fn api_versions_too_new() -> ApiVersionsResponse {
     response
 }
 
-/// Encodes a response frame (without its size prefix: [`frame_codec`] writes it).
+/// Encodes a whole response frame, its 4-byte size first, into one buffer allocated at its
+/// size: a Fetch answer of megabytes is copied once here, and the connection's writer sends it
+/// as it is (no growing buffer, no second copy into a write buffer).
 pub fn encode_response(reply_to: &ReplyTo, response: &Response) -> Result<Bytes, String> {
-    let mut buf = BytesMut::new();
     let version = reply_to.version;
+    let header_version = reply_to.api_key.response_header_version(version);
     let header = ResponseHeader::default().with_correlation_id(reply_to.correlation_id);
-    header
-        .encode(&mut buf, reply_to.api_key.response_header_version(version))
-        .map_err(|err| err.to_string())?;
-    let body = encode_body(response, &mut buf, version);
-    body.map_err(|err| format!("{:?} v{version}: {err}", reply_to.api_key))?;
+    let context = |err: anyhow::Error| format!("{:?} v{version}: {err}", reply_to.api_key);
+    let size = header.compute_size(header_version).map_err(context)?
+        + body_size(response, version).map_err(context)?;
+    let prefix = i32::try_from(size).map_err(|_| format!("a response of {size} bytes"))?;
+    let mut buf = BytesMut::with_capacity(4 + size);
+    buf.extend_from_slice(&prefix.to_be_bytes());
+    header.encode(&mut buf, header_version).map_err(context)?;
+    encode_body(response, &mut buf, version).map_err(context)?;
+    debug_assert_eq!(buf.len(), 4 + size, "compute_size and encode agree");
     Ok(buf.freeze())
 }
 

@@ -332,21 +332,23 @@ pub fn encode_batch(out: &mut BytesMut, base_offset: i64, records: &[KeyedRecord
     out.put_i16(-1); // producerEpoch
     out.put_i32(-1); // baseSequence
     out.put_i32(records.len() as i32);
-    let mut body = BytesMut::new();
     for (delta, record) in records.iter().enumerate() {
-        body.clear();
-        body.put_i8(0);
-        put_varlong(&mut body, record.timestamp.wrapping_sub(base_timestamp));
-        put_varlong(&mut body, delta as i64);
-        put_nullable(&mut body, record.key.as_deref());
-        put_nullable(&mut body, record.value.as_deref());
-        put_varlong(&mut body, record.headers.len() as i64);
+        // The length first, computed, so that the value is copied once, into `out`.
+        let timestamp_delta = record.timestamp.wrapping_sub(base_timestamp);
+        put_varlong(
+            out,
+            record_body_len(record, delta as i64, timestamp_delta) as i64,
+        );
+        out.put_i8(0);
+        put_varlong(out, timestamp_delta);
+        put_varlong(out, delta as i64);
+        put_nullable(out, record.key.as_deref());
+        put_nullable(out, record.value.as_deref());
+        put_varlong(out, record.headers.len() as i64);
         for header in &record.headers {
-            put_nullable(&mut body, Some(header.key.as_bytes()));
-            put_nullable(&mut body, header.value.as_deref());
+            put_nullable(out, Some(header.key.as_bytes()));
+            put_nullable(out, header.value.as_deref());
         }
-        put_varlong(out, body.len() as i64);
-        out.put_slice(&body);
     }
     let batch_length = (out.len() - start - 12) as i32;
     out[start + 8..start + 12].copy_from_slice(&batch_length.to_be_bytes());
@@ -357,6 +359,12 @@ pub fn encode_batch(out: &mut BytesMut, base_offset: i64, records: &[KeyedRecord
 /// The size [`encode_batch`] gives `records` beyond the batch header, without encoding: what a
 /// fetch counts against its byte limits.
 pub fn encoded_record_len(record: &KeyedRecord, offset_delta: i64, timestamp_delta: i64) -> usize {
+    let len = record_body_len(record, offset_delta, timestamp_delta);
+    varlong_len(len as i64) + len
+}
+
+/// A record's encoded size after its length prefix.
+fn record_body_len(record: &KeyedRecord, offset_delta: i64, timestamp_delta: i64) -> usize {
     let field = |bytes: Option<&[u8]>| match bytes {
         Some(b) => varlong_len(b.len() as i64) + b.len(),
         None => 1,
@@ -370,7 +378,7 @@ pub fn encoded_record_len(record: &KeyedRecord, offset_delta: i64, timestamp_del
     for header in &record.headers {
         len += field(Some(header.key.as_bytes())) + field(header.value.as_deref());
     }
-    varlong_len(len as i64) + len
+    len
 }
 
 #[cfg(test)]

@@ -63,9 +63,10 @@ fn unserved_keys_and_versions_close_but_a_newer_api_versions_is_answered() {
     assert_eq!((reply_to.version, reply_to.correlation_id), (0, 9));
     let encoded =
         encode_response(&reply_to, &Response::ApiVersions(api_versions_too_new())).unwrap();
-    // Header v0 (correlation id only), then the v0 body: error code, one api.
-    assert_eq!(&encoded[..4], &9i32.to_be_bytes());
-    assert_eq!(&encoded[4..6], &error::UNSUPPORTED_VERSION.to_be_bytes());
+    // The frame's size, header v0 (correlation id only), then the v0 body: error code, one api.
+    assert_eq!(&encoded[..4], &(encoded.len() as i32 - 4).to_be_bytes());
+    assert_eq!(&encoded[4..8], &9i32.to_be_bytes());
+    assert_eq!(&encoded[8..10], &error::UNSUPPORTED_VERSION.to_be_bytes());
 
     // kafka-protocol writes Produce from v3 only; v2 is the same header with another version.
     let mut produce_v2 = frame(ApiKey::Produce, 3, 1, ProduceRequest::default()).to_vec();

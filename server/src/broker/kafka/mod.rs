@@ -31,12 +31,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::SinkExt;
 use skiff_protocol::kafka::schema::{InitProducerIdRequest, InitProducerIdResponse};
 use skiff_protocol::kafka::{self, Decoded, ReplyTo, Request, Response};
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::codec::{FramedRead, FramedWrite};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use tracing::{debug, info, warn};
@@ -111,7 +110,7 @@ impl Front for KafkaFront {
         let closed = CancellationToken::new();
         let activity = Arc::new(Activity::new(opened));
         let writer = tokio::spawn(write_in_order(
-            FramedWrite::new(write, kafka::frame_codec(limits.max_frame_len)),
+            BufWriter::with_capacity(WRITE_BUFFER, write),
             queue,
             closed.clone(),
             activity.clone(),
@@ -294,9 +293,13 @@ fn encode(reply_to: &ReplyTo, response: &Response) -> Option<Bytes> {
     }
 }
 
-/// Writes the reply queue's slots in order, flushing when no ready answer is left.
+/// Replies smaller than this are gathered into one write; larger ones (Fetch answers) go to the
+/// socket from their own buffer, without a copy.
+const WRITE_BUFFER: usize = 64 * 1024;
+
+/// Writes the reply queue's slots (whole frames) in order, flushing when no ready answer is left.
 async fn write_in_order<W: AsyncWrite + Unpin>(
-    mut sink: FramedWrite<W, tokio_util::codec::LengthDelimitedCodec>,
+    mut sink: BufWriter<W>,
     mut queue: mpsc::Receiver<Slot>,
     closed: CancellationToken,
     activity: Arc<Activity>,
@@ -307,7 +310,7 @@ async fn write_in_order<W: AsyncWrite + Unpin>(
             Ok(slot) => slot,
             Err(_) => {
                 if dirty {
-                    if SinkExt::<Bytes>::flush(&mut sink).await.is_err() {
+                    if sink.flush().await.is_err() {
                         break;
                     }
                     activity.touch();
@@ -326,7 +329,7 @@ async fn write_in_order<W: AsyncWrite + Unpin>(
         let bytes = match slot {
             Slot::Ready(bytes) => bytes,
             Slot::Waiting(answer) => {
-                if dirty && SinkExt::<Bytes>::flush(&mut sink).await.is_err() {
+                if dirty && sink.flush().await.is_err() {
                     break;
                 }
                 dirty = false;
@@ -340,13 +343,13 @@ async fn write_in_order<W: AsyncWrite + Unpin>(
                 }
             }
         };
-        if sink.feed(bytes).await.is_err() {
+        if sink.write_all(&bytes).await.is_err() {
             break;
         }
         dirty = true;
     }
     if dirty {
-        let _ = SinkExt::<Bytes>::flush(&mut sink).await;
+        let _ = sink.flush().await;
     }
     closed.cancel();
 }
