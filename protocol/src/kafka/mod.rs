@@ -288,12 +288,14 @@ pub fn encode_response(reply_to: &ReplyTo, response: &Response) -> Result<Bytes,
     let context = |err: anyhow::Error| format!("{:?} v{version}: {err}", reply_to.api_key);
     let size = header.compute_size(header_version).map_err(context)?
         + body_size(response, version).map_err(context)?;
-    let prefix = i32::try_from(size).map_err(|_| format!("a response of {size} bytes"))?;
     let mut buf = BytesMut::with_capacity(4 + size);
-    buf.extend_from_slice(&prefix.to_be_bytes());
+    buf.extend_from_slice(&[0; 4]);
     header.encode(&mut buf, header_version).map_err(context)?;
     encode_body(response, &mut buf, version).map_err(context)?;
-    debug_assert_eq!(buf.len(), 4 + size, "compute_size and encode agree");
+    // The size written is the size encoded (compute_size only sized the buffer).
+    let len = buf.len() - 4;
+    let prefix = i32::try_from(len).map_err(|_| format!("a response of {len} bytes"))?;
+    buf[..4].copy_from_slice(&prefix.to_be_bytes());
     Ok(buf.freeze())
 }
 
