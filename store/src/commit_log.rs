@@ -47,6 +47,23 @@ const COLD_READ_AHEAD: i64 = 16 * 1024 * 1024;
 /// the rest without a word.
 const READ_AHEAD_STEP: i64 = 512 * 1024;
 
+/// Calls `each` on `[from, to)` cut into pieces of at most `step` bytes, in order, up to the
+/// first error: one `madvise` call per piece.
+fn in_steps(
+    from: i64,
+    to: i64,
+    step: i64,
+    mut each: impl FnMut(i64, i64) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut start = from;
+    while start < to {
+        let end = (start + step).min(to);
+        each(start, end)?;
+        start = end;
+    }
+    Ok(())
+}
+
 /// Proof that the caller holds the put lock.
 pub(crate) type PutGuard<'a> = MutexGuard<'a, ()>;
 
@@ -255,14 +272,9 @@ impl CommitLog {
         if cutoff - from < RELEASE_STEP {
             return;
         }
-        let mut start = from;
-        while start < cutoff {
-            let end = (start + RELEASE_STEP).min(cutoff);
-            if let Err(e) = self.files.release_pages_between(start, end) {
-                tracing::debug!(error = %e, "cannot release CommitLog pages");
-                break;
-            }
-            start = end;
+        let release = |a, b| self.files.release_pages_between(a, b);
+        if let Err(e) = in_steps(from, cutoff, RELEASE_STEP, release) {
+            tracing::debug!(error = %e, "cannot release CommitLog pages");
         }
         self.released_behind_writer.store(cutoff, Ordering::Relaxed);
     }
@@ -302,7 +314,7 @@ impl CommitLog {
         let until = (end + COLD_READ_AHEAD).min(self.max_offset() - keep);
         let asked = self.cold_read_ahead_until.load(Ordering::Relaxed);
         // Another reader's window (or none yet): start at this read's end.
-        let from = if (end..until).contains(&asked) {
+        let from = if (end..=until).contains(&asked) {
             asked
         } else {
             end
@@ -310,14 +322,9 @@ impl CommitLog {
         if until <= from {
             return;
         }
-        let mut start = from;
-        while start < until {
-            let step_end = (start + READ_AHEAD_STEP).min(until);
-            if let Err(e) = self.files.will_need_between(start, step_end) {
-                tracing::debug!(error = %e, "cannot read CommitLog pages ahead");
-                break;
-            }
-            start = step_end;
+        let will_need = |a, b| self.files.will_need_between(a, b);
+        if let Err(e) = in_steps(from, until, READ_AHEAD_STEP, will_need) {
+            tracing::debug!(error = %e, "cannot read CommitLog pages ahead");
         }
         self.cold_read_ahead_until.store(until, Ordering::Relaxed);
     }

@@ -128,21 +128,22 @@ impl FileQueue {
     /// [`FileQueue::release_pages_below`] of `[from, to)` only: what lies in files below `from`
     /// is left as it is.
     pub(crate) fn release_pages_between(&self, from: i64, to: i64) -> io::Result<()> {
-        for file in self.snapshot().iter() {
-            if file.from() >= to {
-                break;
-            }
-            if file.end() <= from {
-                continue;
-            }
-            let start = (from - file.from()).max(0) as usize;
-            file.release_range(start, (to - file.from()) as usize)?;
-        }
-        Ok(())
+        self.each_part(from, to, MappedFile::release_range)
     }
 
     /// [`MappedFile::will_need`] over the files holding `[from, to)`.
     pub(crate) fn will_need_between(&self, from: i64, to: i64) -> io::Result<()> {
+        self.each_part(from, to, MappedFile::will_need)
+    }
+
+    /// Calls `each` with every file holding part of `[from, to)` and that part's bounds in the
+    /// file (the end may pass the file's size: each call clips it).
+    fn each_part(
+        &self,
+        from: i64,
+        to: i64,
+        each: impl Fn(&MappedFile, usize, usize) -> io::Result<()>,
+    ) -> io::Result<()> {
         for file in self.snapshot().iter() {
             if file.from() >= to {
                 break;
@@ -151,7 +152,7 @@ impl FileQueue {
                 continue;
             }
             let start = (from - file.from()).max(0) as usize;
-            file.will_need(start, (to - file.from()) as usize)?;
+            each(file, start, (to - file.from()) as usize)?;
         }
         Ok(())
     }
