@@ -152,7 +152,7 @@ impl Shared {
                         max_filter_bytes: (self.config.max_filter_message_size)
                             .max(max_msg_nums.max(0) as usize * ENTRY_SIZE),
                     };
-                    self.collect(
+                    let cold = self.collect(
                         &mut result,
                         entries,
                         offset,
@@ -161,13 +161,17 @@ impl Shared {
                         &limits,
                         filter,
                     );
+                    if cold {
+                        queue.read_ahead(result.next_begin_offset);
+                    }
                 }
             }
         }
         result
     }
 
-    /// The inner loop of `getMessage` over one ConsumeQueue file's entries.
+    /// The inner loop of `getMessage` over one ConsumeQueue file's entries. Returns whether it
+    /// read data the store keeps unmapped (a consumer far behind).
     #[allow(clippy::too_many_arguments)]
     fn collect(
         &self,
@@ -178,7 +182,7 @@ impl Shared {
         max_offset_py: i64,
         limits: &Limits,
         filter: &dyn Fn(i64) -> bool,
-    ) {
+    ) -> bool {
         let mut total = 0usize;
         let mut next_phy_file_start = i64::MIN;
         // What this read maps of data the store keeps unmapped, for `release_cold_read_pages`.
@@ -235,6 +239,7 @@ impl Shared {
         if let Some((from, to)) = cold {
             self.commit_log.note_cold_read(from, to);
         }
+        cold.is_some()
     }
 
     /// `isTheBatchFull`: the first message always goes; then count and byte caps apply, tighter
