@@ -77,8 +77,13 @@ fn mqadmin(target: &Target, label: &str, commands: &[Vec<String>]) -> Result<Vec
         )?;
         cmd.arg(format!("-Drocketmq.home.dir={}", run_dir.display()));
     }
+    // Its temporary files (static topic mapping dumps, Netty's self-signed certificates) stay
+    // in the target's dir and go with it, not in /tmp.
+    let tmp = run_dir.join("tmp");
+    fs::create_dir_all(&tmp)?;
     cmd.current_dir(&run_dir)
         .args(["-Xms64m", "-Xmx256m", "-XX:TieredStopAtLevel=1"])
+        .arg(format!("-Djava.io.tmpdir={}", tmp.display()))
         .arg(format!("-Duser.home={}", run_dir.display()))
         .arg(format!(
             "-Drocketmq.client.logRoot={}",
@@ -1979,7 +1984,6 @@ fn static_topics(target: &Target) -> Result<()> {
         words(&["topicStatus", "-n", &ns, "-t", &topic]),
     ];
     let out = mqadmin(target, "static", &batch);
-    remove_mapping_dumps(&topic)?;
     let out: Vec<String> = out?.iter().map(|o| normalise(o, target)).collect();
     let written = "The new mapping data is written to file ";
     expect("updateStaticTopic", &out[0], &[written])?;
@@ -2280,17 +2284,6 @@ fn live_settings(target: &Target) -> Result<()> {
     Ok(())
 }
 
-/// Removes the files mqadmin's static topic commands write into java.io.tmpdir: each mapping
-/// before and after, named after the topic.
-fn remove_mapping_dumps(topic: &str) -> Result<()> {
-    for entry in fs::read_dir("/tmp")?.flatten() {
-        if entry.file_name().to_string_lossy().starts_with(topic) {
-            let _ = fs::remove_file(entry.path());
-        }
-    }
-    Ok(())
-}
-
 /// A static topic over two broker groups (UPDATE_AND_CREATE_STATIC_TOPIC on each, then the
 /// logical queues served where they are led): created over the cluster, written and read by a
 /// producer and a push consumer, remapped onto broker-b, written again (the moved queues go on
@@ -2409,7 +2402,6 @@ fn static_topic_over_two_groups(target: &Target) -> Result<()> {
         let third = mqadmin(target, "static2-c", &third)?;
         Ok((first, second, third))
     });
-    remove_mapping_dumps(&topic)?;
     let (first, second, third) = outputs?;
 
     expect(
