@@ -17,7 +17,7 @@ use skiff_model::record::{
 
 use crate::allocate::Allocator;
 use crate::error::StoreError;
-use crate::file_queue::FileQueue;
+use crate::file_queue::{in_steps, FileQueue, ReadAheadMark};
 use crate::mapped_file::MappedFile;
 
 /// Room always left at the end of a segment for the blank (`END_FILE_MIN_BLANK_LENGTH`).
@@ -47,23 +47,6 @@ const COLD_READ_AHEAD: i64 = 16 * 1024 * 1024;
 /// the rest without a word.
 const READ_AHEAD_STEP: i64 = 512 * 1024;
 
-/// Calls `each` on `[from, to)` cut into pieces of at most `step` bytes, in order, up to the
-/// first error: one `madvise` call per piece.
-fn in_steps(
-    from: i64,
-    to: i64,
-    step: i64,
-    mut each: impl FnMut(i64, i64) -> io::Result<()>,
-) -> io::Result<()> {
-    let mut start = from;
-    while start < to {
-        let end = (start + step).min(to);
-        each(start, end)?;
-        start = end;
-    }
-    Ok(())
-}
-
 /// Proof that the caller holds the put lock.
 pub(crate) type PutGuard<'a> = MutexGuard<'a, ()>;
 
@@ -82,8 +65,8 @@ pub(crate) struct CommitLog {
     /// The span of CommitLog offsets that reads far behind the writer mapped since
     /// [`CommitLog::release_cold_reads`] last ran.
     cold_read_span: Mutex<Option<(i64, i64)>>,
-    /// End of what [`CommitLog::read_ahead_of_cold_read`] last asked the kernel to read.
-    cold_read_ahead_until: AtomicI64,
+    /// What [`CommitLog::read_ahead_of_cold_read`] asked the kernel to read.
+    cold_read_ahead: ReadAheadMark,
     /// Offset of the last record written, -1 when there is none (a slave compares its last
     /// record with the master's before it streams on).
     last_record: AtomicI64,
@@ -121,7 +104,7 @@ impl CommitLog {
             populated: AtomicI64::new(0),
             released_behind_writer: AtomicI64::new(-1),
             cold_read_span: Mutex::new(None),
-            cold_read_ahead_until: AtomicI64::new(-1),
+            cold_read_ahead: ReadAheadMark::default(),
             last_record: AtomicI64::new(last_record.unwrap_or(-1)),
         }
     }
@@ -304,29 +287,21 @@ impl CommitLog {
 
     /// Asks the kernel to read the [`COLD_READ_AHEAD`] bytes after `end`, where a cold read
     /// stopped, into the page cache without mapping them, as far as they lie more than `keep`
-    /// bytes behind the write position (the tail is mapped and cached). Only what the last call
-    /// did not ask for is asked, so a consumer reading on pays for each page once. Nothing is
+    /// bytes behind the write position (the tail is mapped and cached). Only what earlier calls
+    /// did not ask for is asked, once a step of it is new, so a consumer reading on pays for each
+    /// page once. Nothing is
     /// asked with readahead off (`dataReadAheadEnable=false`: reads are scattered).
     pub(crate) fn read_ahead_of_cold_read(&self, end: i64, keep: i64) {
         if !self.read_ahead.load(Ordering::Relaxed) {
             return;
         }
         let until = (end + COLD_READ_AHEAD).min(self.max_offset() - keep);
-        let asked = self.cold_read_ahead_until.load(Ordering::Relaxed);
-        // Another reader's window (or none yet): start at this read's end.
-        let from = if (end..=until).contains(&asked) {
-            asked
-        } else {
-            end
-        };
-        if until <= from {
-            return;
-        }
-        let will_need = |a, b| self.files.will_need_between(a, b);
-        if let Err(e) = in_steps(from, until, READ_AHEAD_STEP, will_need) {
+        let asked =
+            self.cold_read_ahead
+                .ask(&self.files, end, until, READ_AHEAD_STEP, READ_AHEAD_STEP);
+        if let Err(e) = asked {
             tracing::debug!(error = %e, "cannot read CommitLog pages ahead");
         }
-        self.cold_read_ahead_until.store(until, Ordering::Relaxed);
     }
 
     /// Unmaps CommitLog pages more than `keep` bytes behind the write position (see

@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
 use crate::error::StoreError;
-use crate::file_queue::FileQueue;
+use crate::file_queue::{FileQueue, ReadAheadMark};
 use crate::fs::Fs;
 use crate::mapped_file::{MappedFile, RESERVE_STEP};
 
@@ -111,8 +111,8 @@ pub(crate) struct ConsumeQueue {
     max_physic_offset: AtomicI64,
     /// Set while the allocation thread has a request for this queue.
     ahead_requested: AtomicBool,
-    /// End (bytes) of what [`ConsumeQueue::read_ahead`] last asked the kernel to read.
-    read_ahead_until: AtomicI64,
+    /// What [`ConsumeQueue::read_ahead`] asked the kernel to read.
+    read_ahead: ReadAheadMark,
 }
 
 /// How far past a cold read a queue's entries are read ahead: 3,276 entries, a few pulls' worth.
@@ -162,7 +162,7 @@ impl ConsumeQueue {
             min_logic_offset: AtomicI64::new(min),
             max_physic_offset: AtomicI64::new(-1),
             ahead_requested: AtomicBool::new(false),
-            read_ahead_until: AtomicI64::new(-1),
+            read_ahead: ReadAheadMark::default(),
         })
     }
 
@@ -182,7 +182,7 @@ impl ConsumeQueue {
             min_logic_offset: AtomicI64::new(0),
             max_physic_offset: AtomicI64::new(-1),
             ahead_requested: AtomicBool::new(false),
-            read_ahead_until: AtomicI64::new(-1),
+            read_ahead: ReadAheadMark::default(),
         })
     }
 
@@ -409,25 +409,13 @@ impl ConsumeQueue {
         let Some(start) = offset.checked_mul(UNIT) else {
             return;
         };
-        let asked = self.read_ahead_until.load(Ordering::Relaxed);
-        // Half a window or more is asked for already.
-        if (start + READ_AHEAD / 2..=start + READ_AHEAD).contains(&asked) {
-            return;
-        }
         let until = (start + READ_AHEAD).min(self.files.max_offset());
-        // Another reader's window (or none yet): start at this read's end.
-        let from = if (start..=until).contains(&asked) {
-            asked
-        } else {
-            start
-        };
-        if until <= from {
-            return;
-        }
-        if let Err(e) = self.files.will_need_between(from, until) {
+        let asked = self
+            .read_ahead
+            .ask(&self.files, start, until, READ_AHEAD / 2, READ_AHEAD);
+        if let Err(e) = asked {
             tracing::debug!(error = %e, "cannot read ConsumeQueue entries ahead");
         }
-        self.read_ahead_until.store(until, Ordering::Relaxed);
     }
 
     /// The entry at queue offset `offset`.

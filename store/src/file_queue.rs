@@ -20,6 +20,61 @@ use crate::mapped_file::{file_name, MappedFile};
 
 pub(crate) type Files = Vec<Arc<MappedFile>>;
 
+/// Calls `each` on `[from, to)` cut into pieces of at most `step` bytes, in order, up to the
+/// first error: one `madvise` call per piece.
+pub(crate) fn in_steps(
+    from: i64,
+    to: i64,
+    step: i64,
+    mut each: impl FnMut(i64, i64) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut start = from;
+    while start < to {
+        let end = (start + step).min(to);
+        each(start, end)?;
+        start = end;
+    }
+    Ok(())
+}
+
+/// How far ahead of its readers a [`FileQueue`]'s pages were asked for (`MADV_WILLNEED`), so
+/// that a reader going on asks for each page once. Readers of one queue share it: two racing
+/// only ask for some pages twice.
+pub(crate) struct ReadAheadMark(AtomicI64);
+
+impl Default for ReadAheadMark {
+    fn default() -> Self {
+        ReadAheadMark(AtomicI64::new(-1))
+    }
+}
+
+impl ReadAheadMark {
+    /// Asks the kernel to read `[from, until)` of `files` into the page cache, less what earlier
+    /// calls asked for, in calls of at most `step` bytes; nothing while less than `min_new`
+    /// bytes would be new (a reader going on a little at a time asks once per `min_new`).
+    pub(crate) fn ask(
+        &self,
+        files: &FileQueue,
+        from: i64,
+        until: i64,
+        min_new: i64,
+        step: i64,
+    ) -> io::Result<()> {
+        let asked = self.0.load(Ordering::Relaxed);
+        // Another reader's window (or none yet): start at `from`.
+        let start = if (from..=until).contains(&asked) {
+            asked
+        } else {
+            from
+        };
+        if until - start < min_new.max(1) {
+            return Ok(());
+        }
+        self.0.store(until, Ordering::Relaxed);
+        in_steps(start, until, step, |a, b| files.will_need_between(a, b))
+    }
+}
+
 pub(crate) struct FileQueue {
     dir: PathBuf,
     file_size: usize,
