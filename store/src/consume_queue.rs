@@ -120,6 +120,12 @@ pub(crate) struct ConsumeQueue {
 /// every 4 KiB of entries the page cache dropped is one disk read in a page fault.
 const READ_AHEAD: i64 = 64 * 1024;
 
+/// The bytes of entries a queue keeps mapped behind its last entry for `commitLogResidentTail`
+/// bytes of CommitLog: an entry is 20 bytes, a message hundreds.
+pub(crate) fn resident_tail(commit_log_resident_tail: i64) -> i64 {
+    commit_log_resident_tail / 64
+}
+
 /// Whether `topic` can name a directory under the ConsumeQueue root without escaping it: the
 /// store's own guard, whatever the callers validated (Java's `TopicValidator` is stricter).
 pub(crate) fn is_storable_topic(topic: &str) -> bool {
@@ -528,6 +534,12 @@ impl ConsumeQueue {
 
     pub(crate) fn flush(&self, least_pages: usize) -> io::Result<()> {
         self.files.flush(least_pages).map(|_| ())
+    }
+
+    /// Whether the entry at queue offset `offset` lies in the part [`Self::release_cold_pages`]
+    /// with this `keep` unmaps: reading it may wait on the disk.
+    pub(crate) fn is_released(&self, offset: i64, keep: i64) -> bool {
+        offset.saturating_mul(UNIT) < self.files.max_offset() - keep
     }
 
     /// Unmaps the queue's pages more than `keep` bytes behind its last entry (see

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 use parking_lot::{Condvar, Mutex};
 use tokio::sync::oneshot;
 
+use crate::consume_queue;
 use crate::message_store::Shared;
 use crate::stats::Stats;
 
@@ -248,14 +249,14 @@ pub(crate) fn run_consume_queue_flush(shared: Arc<Shared>) {
 }
 
 /// Unmaps the pages of the CommitLog more than `commitLogResidentTail` behind its write position,
-/// and of each ConsumeQueue more than 1/64 of that behind its last entry (an entry is 20 bytes, a
-/// message hundreds): the broker's resident set is the tails in use, not every page written or
+/// and of each ConsumeQueue more than [`consume_queue::resident_tail`] behind its last entry: the
+/// broker's resident set is the tails in use, not every page written or
 /// read since start.
 fn release_cold_pages(shared: &Shared) {
     let keep = shared.config.commit_log_resident_tail as i64;
     shared.commit_log.release_cold_pages(keep);
     for queue in shared.queues.all() {
-        if let Err(e) = queue.release_cold_pages(keep / 64) {
+        if let Err(e) = queue.release_cold_pages(consume_queue::resident_tail(keep)) {
             tracing::debug!(topic = queue.topic(), queue_id = queue.queue_id(), error = %e, "cannot release consume queue pages");
         }
     }

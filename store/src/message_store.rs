@@ -628,15 +628,14 @@ impl MessageStore {
         self.shared.commit_log.set_read_ahead(enabled)
     }
 
-    /// Whether a pull from `queue_offset` reads CommitLog pages the store no longer keeps mapped
-    /// (more than `commit_log_resident_tail` behind the writer; see `release_cold_pages`): every
-    /// page it touches faults, a major fault if the page cache dropped it, so the caller should
-    /// read on a blocking thread and copy the records out there. Pulls of consumers that keep up
-    /// read the tail and stay inline.
+    /// Whether a pull from `queue_offset` reads pages the store no longer keeps mapped (CommitLog
+    /// data more than `commit_log_resident_tail` behind the writer, or the queue's entries
+    /// behind its own tail; see `release_cold_pages`): every page it touches faults, a major
+    /// fault if the page cache dropped it, so the caller should read on a blocking thread and
+    /// copy the records out there. Pulls of consumers that keep up read the tail and stay
+    /// inline. Answering never reads a page the store released.
     pub fn is_cold_read(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
-        self.shared
-            .bytes_behind_writer(topic, queue_id, queue_offset)
-            .is_some_and(|behind| behind > self.shared.config.commit_log_resident_tail as i64)
+        self.shared.is_cold_read(topic, queue_id, queue_offset)
     }
 
     /// Unmaps the CommitLog pages that reads of data more than `commit_log_resident_tail` behind

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 
-use crate::consume_queue::{Boundary, CqEntry, ENTRY_SIZE};
+use crate::consume_queue::{self, Boundary, CqEntry, ENTRY_SIZE};
 use crate::message_store::Shared;
 use crate::stats::Stats;
 
@@ -346,6 +346,23 @@ impl Shared {
             return false;
         };
         self.commit_log.max_offset() - entry.offset <= self.memory_budget
+    }
+
+    /// Whether a read from `queue_offset` touches pages the store keeps unmapped: CommitLog
+    /// pages more than `commitLogResidentTail` behind the writer, or the queue's own entries
+    /// behind its resident tail. The entry is read only in the second case's absence, from a
+    /// mapped page, so the question itself never waits on the disk.
+    pub(crate) fn is_cold_read(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
+        let Some(queue) = self.queues.get(topic, queue_id) else {
+            return false;
+        };
+        let tail = self.config.commit_log_resident_tail as i64;
+        if queue.is_released(queue_offset, consume_queue::resident_tail(tail)) {
+            return true;
+        }
+        queue
+            .get(queue_offset)
+            .is_some_and(|entry| self.commit_log.max_offset() - entry.offset > tail)
     }
 
     /// How far behind the CommitLog's end the record at `queue_offset` starts, if the queue has

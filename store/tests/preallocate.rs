@@ -97,3 +97,31 @@ fn pulls_of_the_tail_are_not_cold() {
     assert!(!store.is_cold_read("T", 0, 0));
     assert!(!store.is_cold_read("T", 0, 10));
 }
+
+#[test]
+fn a_pull_of_entries_behind_the_queues_own_tail_is_cold() {
+    // A queue keeps 1/64 of the CommitLog's resident tail of entries mapped: 64 entries here,
+    // while every message lies in the CommitLog's tail. Reading an entry behind those could
+    // wait on the disk, so the question does not read it: the pull goes to a blocking thread.
+    let dir = tempfile::tempdir().unwrap();
+    let config = skiff_store::StoreConfig {
+        commit_log_resident_tail: 64 * 64 * 20,
+        ..disk_check_config(dir.path())
+    };
+    let store = MessageStore::open(config).unwrap();
+    for i in 0..100 {
+        put(
+            &store,
+            vec![message("T", 0, format!("m{i}").as_bytes(), None)],
+        );
+    }
+    assert!(store.bytes_behind_writer("T", 0, 0).unwrap() < 64 * 64 * 20);
+    assert!(store.is_cold_read("T", 0, 0));
+    assert!(store.is_cold_read("T", 0, 35));
+    assert!(
+        !store.is_cold_read("T", 0, 36),
+        "within the last 64 entries"
+    );
+    assert!(!store.is_cold_read("T", 0, 99));
+    assert_eq!(pull_all(&store, "T", 0).len(), 100);
+}
