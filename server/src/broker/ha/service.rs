@@ -92,16 +92,38 @@ const WRITE_BUFFER: usize = 256 * 1024;
 /// write buffer (that copy was half of a catching-up master's CPU).
 #[derive(Default)]
 struct Frames {
-    chunks: VecDeque<Bytes>,
+    chunks: VecDeque<Chunk>,
     remaining: usize,
+}
+
+/// A frame's header, kept inline (no allocation per frame), or its body.
+enum Chunk {
+    Header {
+        bytes: [u8; TRANSFER_HEADER_LEN],
+        /// How much of it was written.
+        sent: usize,
+    },
+    Body(Bytes),
+}
+
+impl Chunk {
+    fn unsent(&self) -> &[u8] {
+        match self {
+            Chunk::Header { bytes, sent } => &bytes[*sent..],
+            Chunk::Body(body) => body,
+        }
+    }
 }
 
 impl Frames {
     fn push(&mut self, header: [u8; TRANSFER_HEADER_LEN], body: Bytes) {
         self.remaining += header.len() + body.len();
-        self.chunks.push_back(Bytes::copy_from_slice(&header));
+        self.chunks.push_back(Chunk::Header {
+            bytes: header,
+            sent: 0,
+        });
         if !body.is_empty() {
-            self.chunks.push_back(body);
+            self.chunks.push_back(Chunk::Body(body));
         }
     }
 }
@@ -112,13 +134,13 @@ impl Buf for Frames {
     }
 
     fn chunk(&self) -> &[u8] {
-        self.chunks.front().map_or(&[], |c| c.as_ref())
+        self.chunks.front().map_or(&[], Chunk::unsent)
     }
 
     fn chunks_vectored<'a>(&'a self, dst: &mut [IoSlice<'a>]) -> usize {
         let mut filled = 0;
         for (slot, chunk) in dst.iter_mut().zip(&self.chunks) {
-            *slot = IoSlice::new(chunk);
+            *slot = IoSlice::new(chunk.unsent());
             filled += 1;
         }
         filled
@@ -129,11 +151,15 @@ impl Buf for Frames {
         self.remaining -= cnt;
         while cnt > 0 {
             let front = self.chunks.front_mut().expect("bytes remain");
-            if cnt < front.len() {
-                front.advance(cnt);
+            let left = front.unsent().len();
+            if cnt < left {
+                match front {
+                    Chunk::Header { sent, .. } => *sent += cnt,
+                    Chunk::Body(body) => body.advance(cnt),
+                }
                 return;
             }
-            cnt -= front.len();
+            cnt -= left;
             self.chunks.pop_front();
         }
     }
@@ -262,5 +288,11 @@ mod tests {
         expected.extend_from_slice(&encode_transfer_header(103, 0));
         assert_eq!(written, expected);
         assert_eq!(frames.chunk(), b"");
+
+        // One advance across a header and into its body, as a vectored write reports it.
+        frames.push(encode_transfer_header(106, 3), Bytes::from_static(b"xyz"));
+        frames.advance(TRANSFER_HEADER_LEN + 2);
+        assert_eq!(frames.chunk(), b"z");
+        assert_eq!(frames.remaining(), 1);
     }
 }
