@@ -29,7 +29,6 @@ use crate::target::{self, BROKER_A};
 const READY_TIMEOUT: Duration = Duration::from_secs(90);
 const WAIT: Duration = Duration::from_secs(3);
 
-const GET_MAX_OFFSET: i32 = 30;
 const QUERY_CONSUMER_OFFSET: i32 = 14;
 const SUCCESS: i64 = 0;
 /// Java's QUERY_NOT_FOUND: the group has no committed offset for the queue.
@@ -360,7 +359,7 @@ impl HaPair {
         let mut m = Conn::connect(&self.master(), WAIT)?;
         let mut s = Conn::connect(&self.slave(), WAIT)?;
         for q in 0..queues {
-            let (want, have) = (max_offset(&mut m, topic, q)?, max_offset(&mut s, topic, q)?);
+            let (want, have) = (m.max_offset(topic, q, WAIT)?, s.max_offset(topic, q, WAIT)?);
             if want != have {
                 return Ok(Some(format!(
                     "queue {q} of {topic}: max offset {have} on the slave, {want} on the master"
@@ -429,24 +428,6 @@ fn stop(mut p: Server) -> Result<()> {
         ),
         None => bail!("{} did not stop within 60 s of SIGTERM", p.name()),
     }
-}
-
-fn max_offset(conn: &mut Conn, topic: &str, queue: i32) -> Result<i64> {
-    let q = queue.to_string();
-    let r = conn.call(
-        GET_MAX_OFFSET,
-        3,
-        &[("topic", topic), ("queueId", q.as_str())],
-        b"",
-        WAIT,
-    )?;
-    if r.code() != SUCCESS {
-        bail!("max offset of {topic}/{queue}: {}", r.header);
-    }
-    Ok(r.header["extFields"]["offset"]
-        .as_str()
-        .context("no offset")?
-        .parse()?)
 }
 
 /// The committed offset of `group` on `queue`, `None` when there is none.

@@ -16,6 +16,7 @@ pub mod code {
     pub const HEART_BEAT: i32 = 34;
     pub const GET_ROUTEINFO_BY_TOPIC: i32 = 105;
     pub const GET_BROKER_CLUSTER_INFO: i32 = 106;
+    pub const GET_MAX_OFFSET: i32 = 30;
 }
 
 /// Serialises a JSON request header as the Java client does (code, language, version, opaque, flag,
@@ -256,6 +257,22 @@ impl Conn {
                 other => bail!("request {code}: {}", other.describe()),
             }
         }
+    }
+}
+
+impl Conn {
+    /// GET_MAX_OFFSET: the end of `topic`'s queue `queue` on the broker this connects to.
+    pub fn max_offset(&mut self, topic: &str, queue: i32, wait: Duration) -> Result<i64> {
+        let q = queue.to_string();
+        let fields = [("topic", topic), ("queueId", q.as_str())];
+        let r = self.call(code::GET_MAX_OFFSET, 3, &fields, b"", wait)?;
+        if r.code() != 0 {
+            bail!("max offset of {topic}/{queue}: {}", r.header);
+        }
+        Ok(r.header["extFields"]["offset"]
+            .as_str()
+            .context("no offset")?
+            .parse()?)
     }
 }
 

@@ -29,7 +29,6 @@ use skiff_compat_tests::target::{FlushDisk, Options, Stop, Target};
 const LEVELS: &str = "1s 2s 3s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s 1s";
 
 const CONSUMER_SEND_MSG_BACK: i32 = 36;
-const GET_MAX_OFFSET: i32 = 30;
 const SUCCESS: i64 = 0;
 const SYSTEM_ERROR: i64 = 1;
 const SUBSCRIPTION_GROUP_NOT_EXIST: i64 = 26;
@@ -200,28 +199,12 @@ fn raw_send(conn: &mut Conn, topic: &str) -> Result<i64> {
     Ok(i64::from_str_radix(&msg_id[msg_id.len() - 16..], 16)?)
 }
 
-fn max_offset(conn: &mut Conn, topic: &str, queue: i32) -> Result<i64> {
-    let q = queue.to_string();
-    let r = conn.call(
-        GET_MAX_OFFSET,
-        3,
-        &[("topic", topic), ("queueId", q.as_str())],
-        b"",
-        WAIT,
-    )?;
-    anyhow::ensure!(r.code() == SUCCESS, "max offset: {}", r.header);
-    Ok(r.header["extFields"]["offset"]
-        .as_str()
-        .context("no offset")?
-        .parse()?)
-}
-
 /// Java dispatches to the ConsumeQueues asynchronously: wait (bounded) until `queue` reaches
 /// `expected`, and return what it has.
 fn wait_max_offset(conn: &mut Conn, topic: &str, queue: i32, expected: i64) -> Result<i64> {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
-        let got = max_offset(conn, topic, queue)?;
+        let got = conn.max_offset(topic, queue, WAIT)?;
         if got >= expected || Instant::now() > deadline {
             return Ok(got);
         }
@@ -269,7 +252,7 @@ fn send_back_bad_input() {
         );
 
         // Absurd levels are clamped to the highest: the copy waits in the last schedule queue.
-        let before = max_offset(&mut conn, "SCHEDULE_TOPIC_XXXX", 17)?;
+        let before = conn.max_offset("SCHEDULE_TOPIC_XXXX", 17, WAIT)?;
         let (code, remark) = send_back(
             &mut conn,
             &[
