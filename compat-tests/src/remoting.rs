@@ -258,9 +258,7 @@ impl Conn {
             }
         }
     }
-}
 
-impl Conn {
     /// GET_MAX_OFFSET: the end of `topic`'s queue `queue` on the broker this connects to.
     pub fn max_offset(&mut self, topic: &str, queue: i32, wait: Duration) -> Result<i64> {
         let q = queue.to_string();

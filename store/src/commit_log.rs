@@ -289,8 +289,8 @@ impl CommitLog {
     /// stopped, into the page cache without mapping them, as far as they lie more than `keep`
     /// bytes behind the write position (the tail is mapped and cached). Only what earlier calls
     /// did not ask for is asked, once a step of it is new, so a consumer reading on pays for each
-    /// page once. Nothing is
-    /// asked with readahead off (`dataReadAheadEnable=false`: reads are scattered).
+    /// page once. Nothing is asked with readahead off (`dataReadAheadEnable=false`: reads are
+    /// scattered).
     pub(crate) fn read_ahead_of_cold_read(&self, end: i64, keep: i64) {
         if !self.read_ahead.load(Ordering::Relaxed) {
             return;
