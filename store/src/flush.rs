@@ -250,8 +250,7 @@ pub(crate) fn run_consume_queue_flush(shared: Arc<Shared>) {
 
 /// Unmaps the pages of the CommitLog more than `commitLogResidentTail` behind its write position,
 /// and of each ConsumeQueue more than [`consume_queue::resident_tail`] behind its last entry: the
-/// broker's resident set is the tails in use, not every page written or
-/// read since start.
+/// broker's resident set is the tails in use, not every page written or read since start.
 fn release_cold_pages(shared: &Shared) {
     let keep = shared.config.commit_log_resident_tail as i64;
     shared.commit_log.release_cold_pages(keep);

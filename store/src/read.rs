@@ -350,8 +350,8 @@ impl Shared {
 
     /// Whether a read from `queue_offset` touches pages the store keeps unmapped: CommitLog
     /// pages more than `commitLogResidentTail` behind the writer, or the queue's own entries
-    /// behind its resident tail. The entry is read only in the second case's absence, from a
-    /// mapped page, so the question itself never waits on the disk.
+    /// behind its resident tail. The entry is read only when it lies in that mapped tail, so
+    /// answering never waits on the disk.
     pub(crate) fn is_cold_read(&self, topic: &str, queue_id: i32, queue_offset: i64) -> bool {
         let Some(queue) = self.queues.get(topic, queue_id) else {
             return false;
