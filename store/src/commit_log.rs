@@ -56,8 +56,8 @@ pub(crate) struct CommitLog {
     allocator: Arc<Allocator>,
     /// `dataReadAheadEnable`: full segments get normal readahead, or none.
     read_ahead: AtomicBool,
-    /// End of the range populated ahead of the writer (`i64::MAX` once the kernel refused):
-    /// written by the flush thread, read by puts to know when to wake it.
+    /// End of the range populated ahead of the writer (`i64::MAX` once the kernel refused, and
+    /// on a slave): written by the flush thread, read by puts to know when to wake it.
     populated: AtomicI64,
     /// Below this offset the writer's pages were released by [`CommitLog::release_behind_writer`]
     /// (the flush thread's alone); -1 before its first call.
@@ -90,10 +90,15 @@ pub(crate) enum Checked<'a> {
 
 impl CommitLog {
     /// The CommitLog of the recovered `files`, whose last record starts at `last_record`.
+    ///
+    /// `populate` is false on a slave: it appends with `pwrite`
+    /// ([`crate::mapped_file::MappedFile::append_written`]), and pages populated ahead of it
+    /// would be zeroed by the kernel only for the write to fill them again.
     pub(crate) fn new(
         files: FileQueue,
         allocator: Arc<Allocator>,
         last_record: Option<i64>,
+        populate: bool,
     ) -> Self {
         allocator.request(files.current().map_or(0, |f| f.end()));
         CommitLog {
@@ -101,7 +106,7 @@ impl CommitLog {
             put_lock: Mutex::new(()),
             allocator,
             read_ahead: AtomicBool::new(true),
-            populated: AtomicI64::new(0),
+            populated: AtomicI64::new(if populate { 0 } else { i64::MAX }),
             released_behind_writer: AtomicI64::new(-1),
             cold_read_span: Mutex::new(None),
             cold_read_ahead: ReadAheadMark::default(),
@@ -190,7 +195,7 @@ impl CommitLog {
     /// Keeps the pages just past the write position mapped for writing (see
     /// [`MappedFile::populate_for_write`]); the flush thread calls it after each round and when
     /// a put says [`CommitLog::wants_populate`], so page faults move off the put path. Only the
-    /// flush thread calls it. Once the kernel refused, it does nothing.
+    /// flush thread calls it. Once the kernel refused, and on a slave, it does nothing.
     pub(crate) fn populate_ahead(&self) {
         let populated = self.populated.load(Ordering::Relaxed);
         if populated == i64::MAX {

@@ -285,6 +285,7 @@ impl MessageStore {
                 commit_log_files,
                 Arc::clone(&allocator),
                 recovered.last_record,
+                config.role != StoreRole::Slave,
             ),
             allocator,
             cq_allocator: CqAllocator::default(),
