@@ -398,10 +398,36 @@ fn migrate_story() -> Result<()> {
             &pair.dir().join("runs").join("produce-during"),
         )?;
         pair.start_slave_with(&conf, 1, &pair.slave())?;
-        let (ok, text) = skiff_migrate(&pair, &["replicate", "--wait-slave", "60s"])?;
+        // Larger frames from the Java master while the slave catches up, its own setting put
+        // back after.
+        let (ok, text) = skiff_migrate(
+            &pair,
+            &[
+                "replicate",
+                "--wait-slave",
+                "60s",
+                "--master-batch-size",
+                "262144",
+            ],
+        )?;
         anyhow::ensure!(
-            ok && text.contains("holds the master's CommitLog"),
+            ok && text.contains("holds the master's CommitLog")
+                && text.contains("sends up to 262144 bytes per frame")
+                && text.contains("haTransferBatchSize is 32768 again"),
             "{text}"
+        );
+        let out = std::process::Command::new(skiff_compat_tests::target::skiff_bin()?)
+            .args(["admin", "broker", "config", "get", "--json", "-n"])
+            .arg(pair.namesrv())
+            .arg("-b")
+            .arg(pair.master())
+            .args(["--key", "haTransferBatchSize"])
+            .output()?;
+        let config = String::from_utf8_lossy(&out.stdout);
+        anyhow::ensure!(
+            out.status.success() && config.contains("\"32768\""),
+            "the master's haTransferBatchSize after replicate: {config}{}",
+            String::from_utf8_lossy(&out.stderr)
         );
         let status = producer
             .wait_for(SCENARIO_TIMEOUT)?

@@ -1,8 +1,9 @@
 //! `skiff migrate`: moves a running Apache RocketMQ cluster onto Skiff through RocketMQ's own
 //! master/slave replication. A Skiff slave joins each Java broker group and copies its master's
 //! CommitLog byte for byte, so every queue offset and every committed consumer offset stays what
-//! it was. The steps only read the cluster (the slave does the copying), so each can be run
-//! again, or after an interruption, at no risk:
+//! it was. The steps only read the cluster (the slave does the copying; `replicate
+//! --master-batch-size` raises a Java master's frame size for the catch-up and sets it back), so
+//! each can be run again, or after an interruption, at no risk:
 //!
 //! - `plan`: what each group holds, what blocks it, and the slave's `broker.conf`;
 //! - `replicate`: the slaves catching up, with a progress bar, until they hold everything;
@@ -40,7 +41,9 @@ A migration, one broker group at a time or all at once:
   Back to Java, with a Java slave of the Skiff master caught up:
      skiff migrate rollback -n 10.0.0.5:9876 -b broker-a  (restart the Java slave when asked)
 
-plan, replicate and verify only read the cluster; run any of them again at any time. cutover \
+plan, replicate and verify only read the cluster (replicate --master-batch-size changes a Java \
+master's haTransferBatchSize while its slave catches up, and sets it back); run any of them \
+again at any time. cutover \
 and rollback change it step by step, each step skipped when done: run them again after an \
 interruption. Exit status: 0 done, 1 a \
 check failed or the cluster could not be asked (the reason goes to stderr), 2 a bad command line.")]
