@@ -24,8 +24,10 @@
 #
 # Settings (environment): WARMUP, DURATION (seconds), CATCHUP_MB, KINDS ("skiff apache": whose
 # pairs send), CATCHUPS ("apache:skiff apache:apache skiff:skiff": master:slave pairs that catch
-# up), WARM_MEMORY (1: back the page cache's memory before a catch-up, 0: cold), WORK (scratch),
-# APACHE_HEAP (each Apache broker's -Xms/-Xmx, 4g: two brokers share the machine), SKIFF_BIN.
+# up), WARM_MEMORY (1: back the page cache's memory before a catch-up, 0: cold), MASTER_BATCH_SIZE
+# (bytes: the catch-ups run `skiff migrate replicate --master-batch-size` with it, so a Java
+# master sends frames that large; empty: Java's 32 KiB), WORK (scratch), APACHE_HEAP (each Apache
+# broker's -Xms/-Xmx, 4g: two brokers share the machine), SKIFF_BIN.
 # Results: a key=value file and a Markdown table under WORK; paste the table into
 # docs/benchmarks.md ("Replication"). Each run's stores are removed once it is measured
 # (KEEP_STORES=1 keeps them); a full run needs about 10 GiB free at its peak.
@@ -43,6 +45,7 @@ WORK="${WORK:-${TMPDIR:-/tmp}/skiff-bench-ha}"
 APACHE_HEAP="${APACHE_HEAP:-4g}"
 KINDS="${KINDS-skiff apache}"
 WARM_MEMORY="${WARM_MEMORY:-1}"
+MASTER_BATCH_SIZE="${MASTER_BATCH_SIZE:-}"
 CATCHUPS="${CATCHUPS-apache:skiff apache:apache skiff:skiff}"
 NAMESRV_PORT=29876
 MASTER_PORT=30911
@@ -240,6 +243,7 @@ catchup() {
     master_ticks=$(cpu_ticks "$master_pid")
     run_broker "$kind" "$dir" slave "$LOAD_CPU"; slave_pid=$last_pid
     taskset -c $LOAD_CPU "$skiff" migrate -n "$ns" --json replicate --interval 100ms \
+        ${MASTER_BATCH_SIZE:+--master-batch-size "$MASTER_BATCH_SIZE"} \
         >"$dir/replicate.json" 2>"$dir/replicate.err" || log "$key: replicate failed (see $dir)"
     python3 - "$dir/replicate.json" "$key" >>"$results" <<'EOF'
 import json, sys
@@ -278,6 +282,7 @@ put "meta.date" "$(date -u '+%Y-%m-%d %H:%M UTC')"
 put "meta.skiff" "$(git -C "$root" describe --always --dirty)"
 put "meta.load_before" "$(cut -d' ' -f1-3 /proc/loadavg)"
 put "meta.warm_memory" "$WARM_MEMORY"
+put "meta.master_batch_size" "${MASTER_BATCH_SIZE:-default}"
 
 for kind in $KINDS; do
     sends "$kind" SYNC_MASTER SYNC_FLUSH
@@ -292,7 +297,7 @@ python3 - "$results" >"$WORK/results.md" <<'EOF'
 import sys
 r = dict(line.rstrip("\n").split("=", 1) for line in open(sys.argv[1]) if "=" in line)
 def g(k, d="-"): return r.get(k, d)
-print(f"Run of {g('meta.date')} (skiff {g('meta.skiff')}; load {g('meta.load_before')} before, {g('meta.load_after')} after; WARM_MEMORY={g('meta.warm_memory')}).\n")
+print(f"Run of {g('meta.date')} (skiff {g('meta.skiff')}; load {g('meta.load_before')} before, {g('meta.load_after')} after; WARM_MEMORY={g('meta.warm_memory')}; MASTER_BATCH_SIZE={g('meta.master_batch_size')}).\n")
 print("| pair | master role, flush | send TPS | p50 ms | p99 ms | p99.9 ms | master CPU (cores) |")
 print("|---|---|---|---|---|---|---|")
 for kind in ("skiff", "apache"):
