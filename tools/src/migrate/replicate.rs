@@ -85,16 +85,21 @@ async fn follow_with_batch_size(
     args: &ReplicateArgs,
     size: u32,
 ) -> Result<(String, serde_json::Value)> {
-    let Some(master) = group.master().cloned() else {
-        return follow(admin, group, args).await;
-    };
-    let Some(was) = raise_batch_size(admin, &group, &master, size).await? else {
-        return follow(admin, group, args).await;
+    let raised = match group.master().cloned() {
+        Some(master) => raise_batch_size(admin, &group, &master, size)
+            .await?
+            .map(|was| (master, was)),
+        None => None,
     };
     let name = group.name.clone();
+    // Ctrl-C is caught for every group once it is for one (tokio's handler replaces the
+    // default one for the process), so also where nothing needs setting back.
     let outcome = tokio::select! {
         outcome = follow(admin, group, args) => outcome,
         _ = tokio::signal::ctrl_c() => Err(anyhow!("interrupted (Ctrl-C)")),
+    };
+    let Some((master, was)) = raised else {
+        return outcome;
     };
     let restored = update_broker_config(admin, &master, &format!("{BATCH_SIZE_KEY}={was}")).await;
     match restored {
