@@ -104,7 +104,7 @@ run_broker() {
         local home="$dir/home-$name"
         mkdir -p "$home"
         (cd "$dir" && ROCKETMQ_HOME="$home" exec taskset -c "$cpu" java "${apache_jvm[@]}" \
-            "${jvm_opens[@]}" -Duser.home="$home" -Drocketmq.home.dir="$home" \
+            "${jvm_opens[@]}" -Duser.home="$home" -Drocketmq.home.dir="$home" -Djava.io.tmpdir="$home" \
             -cp "$broker_cp" org.apache.rocketmq.broker.BrokerStartup -c "$dir/$name.conf" \
             >"$dir/$name.stdout" 2>"$dir/$name.stderr") &
         pid=$!
@@ -126,8 +126,8 @@ run_namesrv() {
         echo "listenPort=$NAMESRV_PORT" >"$dir/namesrv.conf"
         mkdir -p "$dir/home-namesrv"
         (cd "$dir" && ROCKETMQ_HOME="$dir/home-namesrv" exec taskset -c $BROKER_CPU java -server -Xms1g -Xmx1g -XX:+UseG1GC \
-            "${jvm_opens[@]}" -Duser.home="$dir/namesrv-home" -cp "$broker_cp" \
-            org.apache.rocketmq.namesrv.NamesrvStartup -c "$dir/namesrv.conf" \
+            "${jvm_opens[@]}" -Duser.home="$dir/namesrv-home" -Djava.io.tmpdir="$dir/home-namesrv" \
+            -cp "$broker_cp" org.apache.rocketmq.namesrv.NamesrvStartup -c "$dir/namesrv.conf" \
             >"$dir/namesrv.stdout" 2>&1) &
         pid=$!
         pids+=("$pid")

@@ -908,7 +908,10 @@ pub(crate) fn apache_heap(main: &str) -> Vec<String> {
 }
 
 /// A JVM command for an Apache RocketMQ main class (`NamesrvStartup`, `BrokerStartup`) reading
-/// `conf`, with `ROCKETMQ_HOME` at `<dir>/home` (logs go under `<dir>/home/logs`).
+/// `conf`, with `ROCKETMQ_HOME` at `<dir>/home` (logs go under `<dir>/home/logs`) and
+/// `java.io.tmpdir` at `<dir>/home/tmp`: a 5.x broker and name server make a self-signed
+/// certificate there at each start (Netty's `keyutil_localhost_*`, for `tls.server.mode`
+/// permissive), which would otherwise pile up in `/tmp`.
 pub(crate) fn apache_command(
     dir: &Path,
     heap: Vec<String>,
@@ -918,6 +921,9 @@ pub(crate) fn apache_command(
     conf: &Path,
 ) -> Command {
     let home = dir.join("home");
+    let tmp = home.join("tmp");
+    // Should this fail, the JVM says so when it writes there.
+    let _ = fs::create_dir_all(&tmp);
     let mut cmd = Command::new(java::java_bin());
     cmd.current_dir(dir)
         .env("ROCKETMQ_HOME", &home)
@@ -935,6 +941,7 @@ pub(crate) fn apache_command(
     ])
     .arg(format!("-Duser.home={}", home.display()))
     .arg(format!("-Drocketmq.home.dir={}", home.display()))
+    .arg(format!("-Djava.io.tmpdir={}", tmp.display()))
     .args(extra_jvm)
     .arg("-cp")
     .arg(classpath)

@@ -73,7 +73,7 @@ start() {
         # that broker's routes.
         echo "listenPort=$NAMESRV_PORT" >"$dir/namesrv.conf"
         (cd "$dir" && ROCKETMQ_HOME="$home" exec taskset -c $BROKER_CPU java -server -Xms1g -Xmx1g \
-            -XX:+UseG1GC "${jvm_opens[@]}" -Duser.home="$dir/namesrv-home" \
+            -XX:+UseG1GC "${jvm_opens[@]}" -Duser.home="$dir/namesrv-home" -Djava.io.tmpdir="$home" \
             -cp "$broker_cp" org.apache.rocketmq.namesrv.NamesrvStartup -c "$dir/namesrv.conf" \
             >"$dir/namesrv.stdout" 2>&1) &
         namesrv_pid=$!
@@ -93,7 +93,7 @@ autoCreateTopicEnable=true
 flushDiskType=$flush
 EOF
         (cd "$dir" && ROCKETMQ_HOME="$home" exec taskset -c $BROKER_CPU java "${broker_jvm[@]}" \
-            "${jvm_opens[@]}" -Duser.home="$home" -Drocketmq.home.dir="$home" \
+            "${jvm_opens[@]}" -Duser.home="$home" -Drocketmq.home.dir="$home" -Djava.io.tmpdir="$home" \
             -cp "$broker_cp" org.apache.rocketmq.broker.BrokerStartup -c "$dir/broker.conf" \
             >"$dir/stdout" 2>"$dir/stderr") &
         broker_pid=$!
