@@ -301,9 +301,14 @@ impl CommitLog {
             return;
         }
         let until = (end + COLD_READ_AHEAD).min(self.max_offset() - keep);
-        let asked =
-            self.cold_read_ahead
-                .ask(&self.files, end, until, READ_AHEAD_STEP, READ_AHEAD_STEP);
+        let asked = self.cold_read_ahead.ask(
+            &self.files,
+            end,
+            until,
+            COLD_READ_AHEAD,
+            READ_AHEAD_STEP,
+            READ_AHEAD_STEP,
+        );
         if let Err(e) = asked {
             tracing::debug!(error = %e, "cannot read CommitLog pages ahead");
         }

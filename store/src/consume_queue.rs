@@ -416,9 +416,14 @@ impl ConsumeQueue {
             return;
         };
         let until = (start + READ_AHEAD).min(self.files.max_offset());
-        let asked = self
-            .read_ahead
-            .ask(&self.files, start, until, READ_AHEAD / 2, READ_AHEAD);
+        let asked = self.read_ahead.ask(
+            &self.files,
+            start,
+            until,
+            READ_AHEAD,
+            READ_AHEAD / 2,
+            READ_AHEAD,
+        );
         if let Err(e) = asked {
             tracing::debug!(error = %e, "cannot read ConsumeQueue entries ahead");
         }
