@@ -503,8 +503,8 @@ mod tests {
                 }
             }
         }
-        // Each asks its first window whole, then only what its reads add (64 MiB in all), not
-        // a whole window per read as with one mark (64 GiB).
+        // Each asks its first window whole, then only what its reads add (125 MiB in all), not
+        // a whole window per read as with one mark (about 63 GiB).
         assert!(asked <= 2 * reach + 2 * 2_000 * 32 * 1024, "asked {asked}");
         // A reader within a window already asked, behind its mark, asks nothing.
         assert_eq!(marks.claim(a - MIB, a - MIB + reach, reach, min_new), None);
