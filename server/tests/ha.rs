@@ -770,3 +770,72 @@ async fn spoiled_frames_close_the_link_and_append_nothing() {
     slave.shutdown().await;
     cluster.stop().await;
 }
+
+/// Reads HA frames from `stream` until one ends at `end`; returns each frame's body size
+/// (heartbeats left out).
+async fn frame_sizes_until(stream: &mut tokio::net::TcpStream, end: i64) -> Vec<usize> {
+    use tokio::io::AsyncReadExt;
+    let mut sizes = Vec::new();
+    tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let mut header = [0u8; 12];
+            stream.read_exact(&mut header).await.unwrap();
+            let offset = i64::from_be_bytes(header[..8].try_into().unwrap());
+            let size = i32::from_be_bytes(header[8..].try_into().unwrap()) as usize;
+            let mut body = vec![0u8; size];
+            stream.read_exact(&mut body).await.unwrap();
+            if size > 0 {
+                sizes.push(size);
+            }
+            if offset + size as i64 >= end {
+                return;
+            }
+        }
+    })
+    .await
+    .expect("the master stopped streaming before the end");
+    sizes
+}
+
+/// `haTransferBatchSize` set with UPDATE_BROKER_CONFIG applies to a running master's next frame,
+/// as Java's `HAConnection` reads it per transfer (what `skiff migrate replicate
+/// --master-batch-size` relies on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ha_transfer_batch_size_applies_to_the_next_frame() {
+    use tokio::io::AsyncWriteExt;
+    let cluster = Cluster::start(|config| {
+        async_master_config(config);
+        // What UPDATE_BROKER_CONFIG checks: a message fits a segment.
+        config.max_message_size = 128 * 1024;
+    })
+    .await;
+    let master = cluster.broker_client().await;
+    send_many(&master, 40, b'a').await;
+    let mut slave = tokio::net::TcpStream::connect(cluster.broker.ha_addr().unwrap())
+        .await
+        .unwrap();
+    // An empty slave's first report.
+    slave.write_all(&0i64.to_be_bytes()).await.unwrap();
+    let end = commit_log_max_offset(&master).await;
+    let sizes = frame_sizes_until(&mut slave, end).await;
+    assert_eq!(sizes.iter().max(), Some(&(32 * 1024)), "{sizes:?}");
+
+    let properties = "haTransferBatchSize=4096".to_string();
+    let reply = master
+        .invoke(
+            &Request::Admin(AdminCommand::UpdateBrokerConfig { properties }),
+            TIMEOUT,
+        )
+        .await
+        .unwrap();
+    assert_eq!(reply, Reply::Success);
+    // Records larger than the new size on the same connection: each is cut into frames of it.
+    for _ in 0..3 {
+        assert_eq!(send(&master, 0, vec![b'b'; 10_000]).await.0, SendStatus::Ok);
+    }
+    let end = commit_log_max_offset(&master).await;
+    let sizes = frame_sizes_until(&mut slave, end).await;
+    assert!(sizes.iter().all(|&size| size <= 4096), "{sizes:?}");
+    assert!(sizes.contains(&4096), "{sizes:?}");
+    cluster.stop().await;
+}

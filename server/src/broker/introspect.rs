@@ -754,7 +754,8 @@ const CONFIG_BLACK_LIST: [&str; 2] = ["configBlackList", "brokerConfigPath"];
 /// `registerBrokerAll`); so do `autoCreateTopicEnable` and `autoCreateSubscriptionGroup`, which
 /// Java reads at each creation, and the retention settings (`fileReservedTime`, `deleteWhen`,
 /// the disk ratios, `cleanFileForciblyEnable`, `deleteFileBatchMax`), which its clean service
-/// reads at each round, and `useServerSideResetOffset`; other settings are shown by
+/// reads at each round, `haTransferBatchSize`, which its HA connections read at each frame, and
+/// `useServerSideResetOffset`; other settings are shown by
 /// GET_BROKER_CONFIG and take effect after a restart. All are written into the config file the broker started from before the answer, as
 /// Java's `Configuration.persist` writes its `brokerConfigPath`.
 fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
@@ -775,11 +776,11 @@ fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
         updated.broker_role != settings.broker_role || updated.broker_id != settings.broker_id;
     match &state.settings_file {
         Some(file) => {
-            info!(?keys, file = %file.path().display(), "broker settings updated (UPDATE_BROKER_CONFIG) and written into the config file; brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup and the retention settings apply at once, brokerRole and brokerId by a restart in place, the others after a restart");
+            info!(?keys, file = %file.path().display(), "broker settings updated (UPDATE_BROKER_CONFIG) and written into the config file; brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup, haTransferBatchSize and the retention settings apply at once, brokerRole and brokerId by a restart in place, the others after a restart");
             file.record(&changes);
         }
         None => {
-            info!(?keys, "broker settings updated (UPDATE_BROKER_CONFIG); brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup and the retention settings apply at once, brokerRole and brokerId by a restart in place, the others would after a restart, but the broker started without a config file: they are lost at a restart (start with -c FILE to keep them)");
+            info!(?keys, "broker settings updated (UPDATE_BROKER_CONFIG); brokerPermission, autoCreateTopicEnable, autoCreateSubscriptionGroup, haTransferBatchSize and the retention settings apply at once, brokerRole and brokerId by a restart in place, the others would after a restart, but the broker started without a config file: they are lost at a restart (start with -c FILE to keep them)");
         }
     }
     state.broker_permission.store(
@@ -795,6 +796,10 @@ fn update_config(state: &Arc<BrokerState>, properties: &str) -> Handled {
     state
         .store
         .set_retention(super::retention_settings(&updated));
+    state.ha_transfer_batch_size.store(
+        updated.ha_transfer_batch_size,
+        std::sync::atomic::Ordering::Relaxed,
+    );
     *settings = updated;
     drop(settings);
     let state = state.clone();

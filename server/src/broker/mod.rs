@@ -87,14 +87,17 @@ pub(crate) struct BrokerState {
     /// The configuration as UPDATE_BROKER_CONFIG left it: what GET_BROKER_CONFIG shows. Of its
     /// changes, `brokerPermission` (`broker_permission`), `autoCreateTopicEnable` and
     /// `autoCreateSubscriptionGroup` (held by the topic and group managers), the retention
-    /// settings (held by the store) and `useServerSideResetOffset` (read from here) take effect
-    /// at once; all are written into the config file (`settings_file`) and so apply after a
-    /// restart.
+    /// settings (held by the store), `haTransferBatchSize` (`ha_transfer_batch_size`) and
+    /// `useServerSideResetOffset` (read from here) take effect at once; all are written into the
+    /// config file (`settings_file`) and so apply after a restart.
     settings: parking_lot::RwLock<BrokerConfig>,
     /// The config file the broker started from, kept up to date with UPDATE_BROKER_CONFIG.
     settings_file: Option<crate::config::write_back::WriteBack>,
     /// `brokerPermission` in force (UPDATE_BROKER_CONFIG changes it at runtime).
     broker_permission: std::sync::atomic::AtomicI32,
+    /// `haTransferBatchSize` in force: a master's connections to its slaves read it before each
+    /// frame (UPDATE_BROKER_CONFIG changes it at runtime, as on Java).
+    ha_transfer_batch_size: Arc<std::sync::atomic::AtomicUsize>,
     /// `brokerIP1:listenPort`: what clients connect to and what record STOREHOSTs say.
     broker_addr: String,
     /// `broker_addr` as an address, for records the broker writes itself.
@@ -168,6 +171,9 @@ impl BrokerState {
                 .clone()
                 .map(crate::config::write_back::WriteBack::spawn),
             broker_permission: std::sync::atomic::AtomicI32::new(config.broker_permission),
+            ha_transfer_batch_size: Arc::new(std::sync::atomic::AtomicUsize::new(
+                config.ha_transfer_batch_size,
+            )),
             topics: TopicConfigManager::load(&config),
             static_topics: static_topics::TopicQueueMappingManager::load(&config),
             groups: SubscriptionGroupManager::load(&config),
@@ -640,6 +646,7 @@ impl Broker {
                 store.clone(),
                 acks.clone(),
                 ha_timings.clone(),
+                state.ha_transfer_batch_size.clone(),
                 shutdown.clone(),
             )));
         }

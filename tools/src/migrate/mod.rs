@@ -41,7 +41,7 @@ A migration, one broker group at a time or all at once:
   Back to Java, with a Java slave of the Skiff master caught up:
      skiff migrate rollback -n 10.0.0.5:9876 -b broker-a  (restart the Java slave when asked)
 
-plan, replicate and verify only read the cluster (replicate --master-batch-size changes a Java \
+plan, replicate and verify only read the cluster (replicate --master-batch-size changes the \
 master's haTransferBatchSize while its slave catches up, and sets it back); run any of them \
 again at any time. cutover \
 and rollback change it step by step, each step skipped when done: run them again after an \

@@ -1,8 +1,8 @@
 //! `skiff migrate replicate`: waits for each group's slave to register, then shows it catching up
 //! with its master (bytes of CommitLog behind, and how long that takes at the current rate) until
 //! it holds everything the master has. It reads only; the slave does the copying. The one
-//! exception is asked for: `--master-batch-size` raises a Java master's `haTransferBatchSize`
-//! for the catch-up and sets it back after.
+//! exception is asked for: `--master-batch-size` raises the master's `haTransferBatchSize` for
+//! the catch-up and sets it back after.
 
 use std::time::{Duration, Instant};
 
@@ -45,11 +45,11 @@ pub struct ReplicateArgs {
     #[arg(long, value_name = "TIME", value_parser = parse_duration, default_value = "1s")]
     pub interval: Duration,
 
-    /// Raise each Java master's haTransferBatchSize, the most it sends per frame (32768 bytes
-    /// by default), to BYTES while its slave catches up, and set it back once the slave holds
+    /// Raise each master's haTransferBatchSize, the most it sends per frame (32768 bytes by
+    /// default), to BYTES while its slave catches up, and set it back once the slave holds
     /// everything. A Java master pays a select and two writes per frame: with 1048576 one used
     /// a third less CPU on a 4 GiB backlog, copied 1.35x as fast. At most 4194292, the largest
-    /// frame a Java slave reads. A Skiff master is left as it is.
+    /// frame a Java slave reads.
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..=MAX_JAVA_FRAME_BODY))]
     pub master_batch_size: Option<u32>,
 }
@@ -118,22 +118,15 @@ async fn follow_with_batch_size(
     }
 }
 
-/// Sets a Java master's `haTransferBatchSize` to `size` if it is lower; returns what it was
-/// then, or `None` when nothing changed (a Skiff master, or one already sending that much).
+/// Sets a master's `haTransferBatchSize` to `size` if it is lower; returns what it was then, or
+/// `None` when nothing changed (a master already sending that much). Java and Skiff masters
+/// both read it before each frame.
 async fn raise_batch_size(
     admin: &Admin,
     group: &Group,
     master: &str,
     size: u32,
 ) -> Result<Option<String>> {
-    if Runtime::read(admin, master).await?.is_skiff() {
-        eprintln!(
-            "{}: the master at {master} is a Skiff broker: its {BATCH_SIZE_KEY} is left as it is \
-             (it takes effect at a start)",
-            group.name
-        );
-        return Ok(None);
-    }
     let settings = cluster::settings(admin, group, master).await?;
     let Some(was) = settings.get(BATCH_SIZE_KEY) else {
         bail!("the master at {master} reports no {BATCH_SIZE_KEY} among its settings");

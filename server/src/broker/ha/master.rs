@@ -94,6 +94,13 @@ impl MasterConn {
         }
     }
 
+    /// `haTransferBatchSize` for the frames cut from now on. Java reads it at each transfer, so
+    /// UPDATE_BROKER_CONFIG changes it on a running master; the shell passes the value in force
+    /// before each [`MasterConn::tick`].
+    pub fn set_transfer_batch_size(&mut self, bytes: usize) {
+        self.timings.transfer_batch_size = bytes;
+    }
+
     /// The slave closed the connection.
     pub fn on_eof(&mut self) {
         self.close(CloseReason::Eof);
@@ -483,6 +490,20 @@ mod tests {
             .collect::<Vec<_>>()
         );
         assert_eq!(c.next_transfer(), Some(2 * SEG + 30));
+    }
+
+    #[test]
+    fn a_new_batch_size_applies_to_the_next_frame() {
+        let log = FakeLog { min: 0, max: 700 };
+        let mut c = conn(0);
+        c.on_bytes(&encode_report(0), 0);
+        c.tick(0, &log);
+        c.take_ready();
+        c.set_transfer_batch_size(250);
+        assert_eq!(
+            drain(&mut c, 0, &log),
+            vec![(100, 250), (350, 250), (600, 100)]
+        );
     }
 
     /// A view that ignores the segment end it should respect.

@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 use std::io::IoSlice;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -43,12 +44,14 @@ impl LogView for StoreLog<'_> {
     }
 }
 
-/// Accepts slaves on `listener` until `shutdown`.
+/// Accepts slaves on `listener` until `shutdown`. `batch_size` is `haTransferBatchSize` in force
+/// (UPDATE_BROKER_CONFIG changes it), read before each frame as Java does.
 pub(crate) async fn serve(
     listener: TcpListener,
     store: Arc<MessageStore>,
     acks: Arc<ReplicaAcks>,
     timings: HaTimings,
+    batch_size: Arc<AtomicUsize>,
     shutdown: CancellationToken,
 ) {
     let slots = Arc::new(Semaphore::new(MAX_SLAVE_CONNECTIONS));
@@ -70,14 +73,16 @@ pub(crate) async fn serve(
         };
         let _ = stream.set_nodelay(true);
         info!(%peer, "slave connected to the HA port");
-        let (store, acks, timings, shutdown) = (
+        let (store, acks, timings, batch_size, shutdown) = (
             store.clone(),
             acks.clone(),
             timings.clone(),
+            batch_size.clone(),
             shutdown.clone(),
         );
         tokio::spawn(async move {
-            let reason = stream_to_slave(stream, peer, store, acks, timings, shutdown).await;
+            let reason =
+                stream_to_slave(stream, peer, store, acks, timings, batch_size, shutdown).await;
             info!(%peer, %reason, "slave connection closed");
             drop(slot);
         });
@@ -172,6 +177,7 @@ async fn stream_to_slave(
     store: Arc<MessageStore>,
     acks: Arc<ReplicaAcks>,
     timings: HaTimings,
+    batch_size: Arc<AtomicUsize>,
     shutdown: CancellationToken,
 ) -> CloseReason {
     let (mut reader, mut writer) = stream.into_split();
@@ -204,6 +210,7 @@ async fn stream_to_slave(
     let reason = loop {
         let outs = {
             let mut conn = conn.lock();
+            conn.set_transfer_batch_size(batch_size.load(Ordering::Relaxed));
             conn.tick(now_millis(), &StoreLog(&store));
             conn.take_ready()
         };
