@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
 use skiff_model::command::{
     ErrorKind, PullRequest, PullResult, PullStatus, QueueRef, Reply, Request,
@@ -188,9 +188,7 @@ fn read_cold(state: &Arc<BrokerState>, request: PullRequest, filter: Filter) -> 
         let read = tokio::task::spawn_blocking(move || {
             let _permit = permit;
             let mut result = read(&state, &request, &filter);
-            for message in &mut result.messages {
-                *message = Bytes::copy_from_slice(message);
-            }
+            copy_out(&mut result.messages);
             state.store.release_cold_read_pages();
             result
         });
@@ -199,6 +197,19 @@ fn read_cold(state: &Arc<BrokerState>, request: PullRequest, filter: Filter) -> 
             Err(e) => Reply::error(ErrorKind::SystemError, format!("pull failed: {e}")),
         }
     }))
+}
+
+/// Replaces `messages` (slices of mapped pages) with slices of one buffer holding copies of them:
+/// one allocation per pull instead of one per message.
+fn copy_out(messages: &mut [Bytes]) {
+    let mut copies = BytesMut::with_capacity(messages.iter().map(Bytes::len).sum());
+    for message in messages.iter() {
+        copies.extend_from_slice(message);
+    }
+    let mut copies = copies.freeze();
+    for message in messages {
+        *message = copies.split_to(message.len());
+    }
 }
 
 /// A pull of cold data by a group past its cold-read threshold (see `cold_read`), as Java's
@@ -584,5 +595,27 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
     match &filter.logical {
         Some(logical) => logical.queue.present_pull(&logical.at, result),
         None => result,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cold_records_are_copied_into_one_buffer() {
+        let backing = Bytes::from_static(b"aaaa-bb--cccccc");
+        let mut messages = vec![
+            backing.slice(0..4),
+            backing.slice(5..7),
+            Bytes::new(),
+            backing.slice(9..15),
+        ];
+        copy_out(&mut messages);
+        assert_eq!(messages, [&b"aaaa"[..], b"bb", b"", b"cccccc"]);
+        // Adjacent slices of one allocation, none of them the original's.
+        assert_eq!(messages[0].as_ptr().wrapping_add(4), messages[1].as_ptr());
+        assert_eq!(messages[1].as_ptr().wrapping_add(2), messages[3].as_ptr());
+        assert!(messages[0].as_ptr() != backing.as_ptr());
     }
 }
