@@ -454,7 +454,7 @@ settings!(BrokerConfig {
     "brokerIP2" => broker_ip2,
     "haSendHeartbeatInterval" => ha_send_heartbeat_interval vet positive,
     "haHousekeepingInterval" => ha_housekeeping_interval vet positive,
-    "haTransferBatchSize" => ha_transfer_batch_size vet positive,
+    "haTransferBatchSize" => ha_transfer_batch_size vet ha_frame_body,
     "haMaxGapNotInSync" => ha_max_gap_not_in_sync vet positive,
     "inSyncReplicas" => in_sync_replicas vet positive,
     "slaveTimeout" => slave_timeout vet positive,
@@ -919,6 +919,21 @@ fn delay_levels(levels: String) -> Result<String, Rejection> {
     skiff_model::delay::DelayLevels::parse(&levels)
         .map(|_| levels)
         .map_err(Rejection::Expected)
+}
+
+/// The largest frame body a slave reads: Java's slave reads frames of at most 4 MiB, its 12-byte
+/// header included (`DefaultHAClient.READ_MAX_BUFFER_SIZE`); a master sending more stalls it.
+const MAX_HA_FRAME_BODY: usize = 4 * 1024 * 1024 - 12;
+
+fn ha_frame_body(bytes: usize) -> Result<usize, Rejection> {
+    if (1..=MAX_HA_FRAME_BODY).contains(&bytes) {
+        Ok(bytes)
+    } else {
+        Err(Rejection::Expected(format!(
+            "a size from 1 to {MAX_HA_FRAME_BODY} bytes (a slave reads frames of at most 4 MiB, \
+             header included)"
+        )))
+    }
 }
 
 fn percent(value: u32) -> Result<u32, Rejection> {

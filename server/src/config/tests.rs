@@ -140,6 +140,11 @@ fn bad_value_names_file_line_key_and_expectation() {
         r#"broker.conf:1: listenPort = "70000": expected an integer from 0 to 65535"#
     );
     assert_eq!(
+        load_err("broker.conf", "haTransferBatchSize=4194293"),
+        "broker.conf:1: haTransferBatchSize = \"4194293\": expected a size from 1 to 4194292 \
+         bytes (a slave reads frames of at most 4 MiB, header included)"
+    );
+    assert_eq!(
         load_err("broker.conf", "namesrvAddr=127.0.0.1"),
         "broker.conf:1: namesrvAddr = \"127.0.0.1\": expected host:port addresses separated \
          by ';', such as 127.0.0.1:9876;127.0.0.2:9876"
