@@ -26,6 +26,11 @@ if ! cargo fuzz --version 2>/dev/null | grep -q "$cargo_fuzz_version"; then
     cargo install --locked --quiet cargo-fuzz --version "$cargo_fuzz_version"
 fi
 
+# protocol/fuzz is a workspace of its own and commits no lockfile: it starts from the main one, so
+# the targets build the dependency versions the tests ran with, not the newest on crates.io that
+# day (cargo then adds only what fuzzing alone needs).
+cp "$root/Cargo.lock" "$fuzz_dir/Cargo.lock"
+
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
     mapfile -t targets < <(cd "$fuzz_dir" && cargo fuzz list)
