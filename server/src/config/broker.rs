@@ -923,7 +923,7 @@ fn delay_levels(levels: String) -> Result<String, Rejection> {
 
 /// The largest frame body a slave reads: Java's slave reads frames of at most 4 MiB, its 12-byte
 /// header included (`DefaultHAClient.READ_MAX_BUFFER_SIZE`); a master sending more stalls it.
-const MAX_HA_FRAME_BODY: usize = 4 * 1024 * 1024 - 12;
+pub const MAX_HA_FRAME_BODY: usize = 4 * 1024 * 1024 - 12;
 
 fn ha_frame_body(bytes: usize) -> Result<usize, Rejection> {
     if (1..=MAX_HA_FRAME_BODY).contains(&bytes) {

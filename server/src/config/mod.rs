@@ -19,7 +19,7 @@ mod tls;
 mod value;
 pub(crate) mod write_back;
 
-pub use broker::{BrokerConfig, BrokerRole, FlushDiskType, MetricsExporterType};
+pub use broker::{BrokerConfig, BrokerRole, FlushDiskType, MetricsExporterType, MAX_HA_FRAME_BODY};
 pub use error::{ConfigError, Location};
 pub use namesrv::NamesrvConfig;
 pub use tls::{ClientAuth, Secret, TlsConfig, TlsMode};

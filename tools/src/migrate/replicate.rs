@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
+use skiff_server::config::MAX_HA_FRAME_BODY;
 
 use super::cluster::{self, bytes, Group, Runtime};
 use crate::admin::broker::update_broker_config;
@@ -50,13 +51,9 @@ pub struct ReplicateArgs {
     /// everything. A Java master pays a select and two writes per frame: with 1048576 one used
     /// a third less CPU on a 4 GiB backlog, copied 1.35x as fast. At most 4194292, the largest
     /// frame a Java slave reads.
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..=MAX_JAVA_FRAME_BODY))]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(1..=MAX_HA_FRAME_BODY as i64))]
     pub master_batch_size: Option<u32>,
 }
-
-/// The largest frame body a Java slave reads: its read buffer is 4 MiB, header included
-/// (`DefaultHAClient.READ_MAX_BUFFER_SIZE`).
-const MAX_JAVA_FRAME_BODY: i64 = 4 * 1024 * 1024 - 12;
 
 /// Java's key for the most a master sends per HA frame.
 const BATCH_SIZE_KEY: &str = "haTransferBatchSize";
