@@ -9,7 +9,7 @@ use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::Arc;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use parking_lot::{Mutex, MutexGuard};
 use skiff_model::record::{
     store_timestamp_pos, Record, BLANK_MAGIC, MAGIC_V1, MAGIC_V2, PHYSICAL_OFFSET_POS, SYS_FLAG_POS,
@@ -493,6 +493,31 @@ impl CommitLog {
     pub(crate) fn get(&self, offset: i64, size: i32) -> Option<Bytes> {
         let file = self.files.find(offset)?;
         file.slice((offset - file.from()) as usize, usize::try_from(size).ok()?)
+    }
+
+    /// A copy of the `size` bytes at `offset`, split off `buf`, or with `nowait` of as many of
+    /// them as the page cache holds (see [`MappedFile::copy`]); `Ok(None)` where
+    /// [`CommitLog::get`] has nothing.
+    pub(crate) fn copy(
+        &self,
+        offset: i64,
+        size: usize,
+        buf: &mut BytesMut,
+        nowait: bool,
+    ) -> io::Result<Option<Bytes>> {
+        let Some(file) = self.files.find(offset) else {
+            return Ok(None);
+        };
+        let pos = (offset - file.from()) as usize;
+        if pos.saturating_add(size) > file.readable() {
+            return Ok(None);
+        }
+        match file.copy(pos, size, buf, nowait) {
+            Ok(record) => Ok(Some(record)),
+            // Retention deleted the segment before this read first opened it.
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
     }
 
     /// The whole record starting at `offset`, if one does.

@@ -18,11 +18,13 @@
 
 use std::fs::{File, OpenOptions};
 use std::io;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use memmap2::{MmapOptions, MmapRaw};
 use parking_lot::Mutex;
 
@@ -55,6 +57,9 @@ pub(crate) struct MappedFile {
     fs: Fs,
     /// The file opened for `pwrite`, on first use ([`MappedFile::append_written`]).
     writer: OnceLock<File>,
+    /// The file opened for `pread`, on first use ([`MappedFile::copy`]): CommitLog segments
+    /// only, so the many ConsumeQueue files hold no descriptor.
+    reader: OnceLock<File>,
 }
 
 /// How much of a file to allocate ahead of its writer at a time, when not all at once.
@@ -137,6 +142,7 @@ impl MappedFile {
             reserved: AtomicUsize::new(0),
             fs: Arc::clone(fs),
             writer: OnceLock::new(),
+            reader: OnceLock::new(),
         }
     }
 
@@ -226,6 +232,74 @@ impl MappedFile {
             pos,
             len,
         }))
+    }
+
+    /// Copies the published bytes `[pos, pos + len)` into `buf`'s spare capacity with `pread`
+    /// and returns them, split off `buf` (so the records of one read share one allocation):
+    /// nothing is mapped, so the process's resident set does not grow and no page is unmapped
+    /// afterwards. With `nowait` (`RWF_NOWAIT`) it never waits for the disk, so an async worker
+    /// can call it: it returns the bytes up to the first page the page cache does not hold,
+    /// fewer than `len` then (the kernel starts reading that page).
+    pub(crate) fn copy(
+        &self,
+        pos: usize,
+        len: usize,
+        buf: &mut BytesMut,
+        nowait: bool,
+    ) -> io::Result<Bytes> {
+        if pos.checked_add(len).is_none_or(|end| end > self.readable()) {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        let file = match self.reader.get() {
+            Some(file) => file,
+            None => {
+                // Reads need not update the file's access time (a write to its inode); only
+                // its owner may ask that.
+                let file = OpenOptions::new()
+                    .read(true)
+                    .custom_flags(libc::O_NOATIME)
+                    .open(&self.path)
+                    .or_else(|_| File::open(&self.path))?;
+                self.reader.get_or_init(|| file)
+            }
+        };
+        buf.clear();
+        buf.reserve(len);
+        let flags = if nowait { libc::RWF_NOWAIT } else { 0 };
+        let mut done = 0;
+        while done < len {
+            let spare = &mut buf.spare_capacity_mut()[done..len];
+            let iov = libc::iovec {
+                iov_base: spare.as_mut_ptr().cast(),
+                iov_len: spare.len(),
+            };
+            // SAFETY: `iov` describes `spare`, writable capacity of `buf` that nothing else
+            // borrows during the call; the kernel writes at most `iov_len` bytes into it.
+            let read = unsafe {
+                libc::preadv2(
+                    file.as_raw_fd(),
+                    &iov,
+                    1,
+                    (pos + done) as libc::off_t,
+                    flags,
+                )
+            };
+            match read {
+                0 => return Err(io::ErrorKind::UnexpectedEof.into()),
+                n if n > 0 => done += n as usize,
+                _ => {
+                    let e = io::Error::last_os_error();
+                    match e.kind() {
+                        io::ErrorKind::Interrupted => {}
+                        io::ErrorKind::WouldBlock if nowait => break,
+                        _ => return Err(e),
+                    }
+                }
+            }
+        }
+        // SAFETY: the loop filled `[0, done)` of the spare capacity.
+        unsafe { buf.set_len(done) };
+        Ok(buf.split().freeze())
     }
 
     /// Appends `data` and publishes it. Returns the position it was written at, `Ok(None)` if it
@@ -384,6 +458,39 @@ impl MappedFile {
         }
         self.map
             .advise_range(memmap2::Advice::WillNeed, from, to - from)
+    }
+
+    /// How many bytes from `pos` (at most `len`) lie in pages the page cache holds now
+    /// (`mincore`), up to the first page it does not hold: reading them maps pages, at worst a
+    /// minor fault each, and never waits for the disk. 0 when the kernel cannot tell.
+    pub(crate) fn cached_len(&self, pos: usize, len: usize) -> usize {
+        /// Pages asked about per call: the answer vector stays on the stack.
+        const CHUNK: usize = 64;
+        let end = pos.saturating_add(len).min(self.size());
+        let mut page = pos / OS_PAGE_SIZE * OS_PAGE_SIZE;
+        while page < end {
+            let pages = (end - page).div_ceil(OS_PAGE_SIZE).min(CHUNK);
+            let mut resident = [0u8; CHUNK];
+            // SAFETY: `[page, page + pages * OS_PAGE_SIZE)` starts page-aligned inside the
+            // mapping and ends at or before the page holding `size - 1` rounded up, which the
+            // mapping covers; mincore only writes one byte per page into `resident`.
+            let answered = unsafe {
+                libc::mincore(
+                    self.map.as_mut_ptr().add(page).cast(),
+                    pages * OS_PAGE_SIZE,
+                    resident.as_mut_ptr(),
+                )
+            };
+            if answered != 0 {
+                return page.saturating_sub(pos);
+            }
+            let held = resident[..pages].iter().take_while(|r| *r & 1 == 1).count();
+            page += held * OS_PAGE_SIZE;
+            if held < pages {
+                return page.saturating_sub(pos);
+            }
+        }
+        end - pos.min(end)
     }
 
     /// Maps `[from, to)` writable ahead of the writer without touching the bytes

@@ -24,7 +24,7 @@ use crate::flush::{self, GroupCommit, Waker};
 use crate::index::{self, IndexService, QueryMessagesResult};
 use crate::put::{self, AppendedMessage, MessageToStore, PutResult, PutStatus};
 use crate::queues::{self, QueueTable};
-use crate::read::{GetMessagesResult, QueueEntry};
+use crate::read::{Copier, GetMessagesResult, QueueEntry};
 use crate::recovery::Recovery;
 use crate::replica;
 use crate::retention;
@@ -499,14 +499,74 @@ impl MessageStore {
         max_total_bytes: usize,
         filter: &dyn Fn(i64) -> bool,
     ) -> GetMessagesResult {
-        self.shared.get_messages(
+        let result = self.shared.get_messages_inner(
             topic,
             queue_id,
             offset,
             max_msg_nums,
             max_total_bytes,
             filter,
-        )
+            None,
+        );
+        self.shared.count_pull(&result);
+        result
+    }
+
+    /// [`MessageStore::get_messages`] for a read far behind the writer (see
+    /// [`MessageStore::is_cold_read`]), on a blocking thread: the records are copies read with
+    /// `pread` (one buffer per read), not slices of the mapping, so the read maps no CommitLog
+    /// page and leaves nothing to unmap.
+    pub fn get_copied_messages(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: i32,
+        max_total_bytes: usize,
+        filter: &dyn Fn(i64) -> bool,
+    ) -> GetMessagesResult {
+        let result = self.shared.get_messages_inner(
+            topic,
+            queue_id,
+            offset,
+            max_msg_nums,
+            max_total_bytes,
+            filter,
+            Some(&mut Copier::new(false)),
+        );
+        self.shared.count_pull(&result);
+        result
+    }
+
+    /// [`MessageStore::get_copied_messages`] that never waits for the disk, for a cold read on an
+    /// async worker: it stops before the first record (or ConsumeQueue entry) the page cache
+    /// does not hold (`RWF_NOWAIT`, `mincore`), and answers `None` when that is the first one
+    /// (read it on a blocking thread then). A consumer catching up finds its next pages there
+    /// when the store's read-ahead (`release_cold_read_pages`) ran ahead of it.
+    pub fn get_cached_messages(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        max_msg_nums: i32,
+        max_total_bytes: usize,
+        filter: &dyn Fn(i64) -> bool,
+    ) -> Option<GetMessagesResult> {
+        let mut copier = Copier::new(true);
+        let result = self.shared.get_messages_inner(
+            topic,
+            queue_id,
+            offset,
+            max_msg_nums,
+            max_total_bytes,
+            filter,
+            Some(&mut copier),
+        );
+        if copier.missed && result.messages.is_empty() {
+            return None;
+        }
+        self.shared.count_pull(&result);
+        Some(result)
     }
 
     /// [`MessageStore::get_messages`] for the broker's own services (the timer wheel's intake,
@@ -527,6 +587,7 @@ impl MessageStore {
             max_msg_nums,
             max_total_bytes,
             &|_| true,
+            None,
         )
     }
 

@@ -1,8 +1,10 @@
 //! The read side: pulls (`DefaultMessageStore.getMessage`), offsets and store times. Nothing here
-//! takes a lock; messages come back as zero-copy slices of the mapped segments.
+//! takes a lock; messages come back as zero-copy slices of the mapped segments, or, for reads far
+//! behind the writer, as copies read with `pread` (see [`Copier`]).
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 
+use crate::commit_log::CommitLog;
 use crate::consume_queue::{self, Boundary, CqEntry, ENTRY_SIZE};
 use crate::message_store::Shared;
 use crate::stats::Stats;
@@ -73,23 +75,8 @@ impl GetMessagesResult {
 }
 
 impl Shared {
-    pub(crate) fn get_messages(
-        &self,
-        topic: &str,
-        queue_id: i32,
-        offset: i64,
-        max_msg_nums: i32,
-        max_total_bytes: usize,
-        filter: &dyn Fn(i64) -> bool,
-    ) -> GetMessagesResult {
-        let result = self.get_messages_inner(
-            topic,
-            queue_id,
-            offset,
-            max_msg_nums,
-            max_total_bytes,
-            filter,
-        );
+    /// Counts a pull in the statistics (`getFoundTps`, `getMissTps`).
+    pub(crate) fn count_pull(&self, result: &GetMessagesResult) {
         if result.status == GetMessageStatus::Found {
             Stats::add(&self.stats.get_message_times_total_found, 1);
             Stats::add(
@@ -99,9 +86,10 @@ impl Shared {
         } else {
             Stats::add(&self.stats.get_message_times_total_miss, 1);
         }
-        result
     }
 
+    /// A pull from `offset`; with a [`Copier`], of copies of the records.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn get_messages_inner(
         &self,
         topic: &str,
@@ -110,6 +98,7 @@ impl Shared {
         max_msg_nums: i32,
         max_total_bytes: usize,
         filter: &dyn Fn(i64) -> bool,
+        mut copy: Option<&mut Copier>,
     ) -> GetMessagesResult {
         use GetMessageStatus::*;
         let max_offset_py = self.commit_log.max_offset();
@@ -145,13 +134,26 @@ impl Shared {
                     result.next_begin_offset = queue.roll_next_file(offset);
                 }
                 Some((file, pos)) => {
-                    let entries = file.read_from(pos).unwrap_or_default();
+                    let mut entries = file.read_from(pos).unwrap_or_default();
                     let limits = Limits {
                         max_msg_nums: max_msg_nums.max(0) as usize,
                         max_pull_size: max_total_bytes.clamp(100, MAX_PULL_MSG_SIZE),
                         max_filter_bytes: (self.config.max_filter_message_size)
                             .max(max_msg_nums.max(0) as usize * ENTRY_SIZE),
                     };
+                    if let Some(copier) = copy.as_deref_mut() {
+                        copier.expect(limits.max_pull_size);
+                    }
+                    if let Some(copier) = copy.as_deref_mut().filter(|c| c.nowait) {
+                        // The loop reads at most max_filter_bytes of entries, plus one.
+                        let wanted = entries.len().min(limits.max_filter_bytes + ENTRY_SIZE);
+                        let cached = file.cached_len(pos, wanted) / ENTRY_SIZE * ENTRY_SIZE;
+                        if cached == 0 {
+                            copier.missed = true;
+                            return result;
+                        }
+                        entries = &entries[..cached];
+                    }
                     let cold = self.collect(
                         &mut result,
                         entries,
@@ -160,6 +162,7 @@ impl Shared {
                         max_offset_py,
                         &limits,
                         filter,
+                        copy,
                     );
                     if cold {
                         queue.read_ahead(result.next_begin_offset);
@@ -171,7 +174,8 @@ impl Shared {
     }
 
     /// The inner loop of `getMessage` over one ConsumeQueue file's entries. Returns whether it
-    /// read data the store keeps unmapped (a consumer far behind).
+    /// read data the store keeps unmapped (a consumer far behind). With a [`Copier`] the records
+    /// are copies, and a failed copy ends the read before its record.
     #[allow(clippy::too_many_arguments)]
     fn collect(
         &self,
@@ -182,6 +186,7 @@ impl Shared {
         max_offset_py: i64,
         limits: &Limits,
         filter: &dyn Fn(i64) -> bool,
+        mut copy: Option<&mut Copier>,
     ) -> bool {
         let mut total = 0usize;
         let mut next_phy_file_start = i64::MIN;
@@ -215,7 +220,38 @@ impl Shared {
                 }
                 continue;
             }
-            match self.commit_log.get(entry.offset, entry.size) {
+            let record = match copy.as_deref_mut() {
+                None => self.commit_log.get(entry.offset, entry.size),
+                Some(copier) => {
+                    let run = || {
+                        // Within what `is_batch_full` lets this read take.
+                        let config = &self.config;
+                        let (max_bytes, max_count) = if in_memory {
+                            (
+                                config.max_transfer_bytes_on_message_in_memory,
+                                config.max_transfer_count_on_message_in_memory,
+                            )
+                        } else {
+                            (
+                                config.max_transfer_bytes_on_message_in_disk,
+                                config.max_transfer_count_on_message_in_disk,
+                            )
+                        };
+                        let count = (limits.max_msg_nums.min(max_count))
+                            .saturating_sub(result.messages.len());
+                        let bytes = limits.max_pull_size.min(max_bytes).saturating_sub(total);
+                        run_end(&entries[k * ENTRY_SIZE..], count, bytes)
+                    };
+                    match copier.copy(&self.commit_log, entry.offset, entry.size, run) {
+                        Some(record) => record,
+                        None => {
+                            result.next_begin_offset = queue_offset;
+                            break;
+                        }
+                    }
+                }
+            };
+            match record {
                 None => {
                     if total == 0 {
                         result.status = GetMessageStatus::MessageWasRemoving;
@@ -388,6 +424,112 @@ impl Shared {
         }
         self.commit_log.read_record(physical_offset)
     }
+}
+
+/// Copies a cold read's records out of the page cache with `pread` instead of mapping them (a
+/// consumer far behind): no page faults, nothing to unmap afterwards, and with `nowait`
+/// (`RWF_NOWAIT`) no wait for the disk, so an async worker can serve a consumer catching up whose
+/// pages the store's read-ahead brought in. Records that lie back to back in the CommitLog (a
+/// batch sent to one queue) are read by one call, into buffers of [`Copier::CHUNK`] shared by
+/// the read's records.
+#[derive(Debug)]
+pub(crate) struct Copier {
+    buf: BytesMut,
+    nowait: bool,
+    /// The read's byte limit, to size the buffer.
+    max_bytes: usize,
+    /// The last run read, from CommitLog offset `staged_from`.
+    staged: Bytes,
+    staged_from: i64,
+    /// Where the page cache was found not to hold the next page (`nowait`).
+    uncached_from: i64,
+    /// A copy failed (`nowait`: a page is not cached); the read stopped before its record.
+    pub(crate) missed: bool,
+}
+
+impl Copier {
+    /// What a buffer holds at least: a pull's worth of small records, below the allocator's
+    /// threshold for a mapping of its own (128 KiB), whose pages each allocation would fault in.
+    const CHUNK: usize = 64 * 1024;
+
+    pub(crate) fn new(nowait: bool) -> Self {
+        Copier {
+            buf: BytesMut::new(),
+            nowait,
+            max_bytes: 0,
+            staged: Bytes::new(),
+            staged_from: 0,
+            uncached_from: i64::MAX,
+            missed: false,
+        }
+    }
+
+    fn expect(&mut self, max_bytes: usize) {
+        self.max_bytes = max_bytes;
+    }
+
+    /// The record `[offset, offset + size)`: `Some(None)` if the store no longer has it, `None`
+    /// if the copy failed (or, `nowait`, the page cache does not hold all of it). `run_end` says
+    /// where the records back to back with it end.
+    fn copy(
+        &mut self,
+        commit_log: &CommitLog,
+        offset: i64,
+        size: i32,
+        run_end: impl FnOnce() -> i64,
+    ) -> Option<Option<Bytes>> {
+        let Ok(len) = usize::try_from(size) else {
+            return Some(None);
+        };
+        let end = offset + len as i64;
+        let staged_end = self.staged_from + self.staged.len() as i64;
+        if offset >= self.staged_from && end <= staged_end {
+            let at = (offset - self.staged_from) as usize;
+            return Some(Some(self.staged.slice(at..at + len)));
+        }
+        if end > self.uncached_from {
+            self.missed = true;
+            return None;
+        }
+        let run = usize::try_from(run_end().max(end) - offset).unwrap_or(len);
+        if self.buf.capacity() < run {
+            self.buf.reserve(run.max(self.max_bytes.min(Self::CHUNK)));
+        }
+        match commit_log.copy(offset, run, &mut self.buf, self.nowait) {
+            Ok(Some(copied)) => {
+                if copied.len() < run {
+                    self.uncached_from = offset + copied.len() as i64;
+                }
+                self.staged = copied;
+                self.staged_from = offset;
+                if self.staged.len() >= len {
+                    return Some(Some(self.staged.slice(..len)));
+                }
+            }
+            Ok(None) => return Some(None),
+            Err(e) => tracing::warn!(offset, error = %e, "cannot read a CommitLog record"),
+        }
+        self.missed = true;
+        None
+    }
+}
+
+/// The CommitLog offset where the run of records back to back that starts with the first of
+/// `entries` ends, within `max_count` records and `max_bytes` (the first always counts).
+fn run_end(entries: &[u8], max_count: usize, max_bytes: usize) -> i64 {
+    let mut units = entries.chunks_exact(ENTRY_SIZE).map(CqEntry::decode);
+    let Some(first) = units.next() else {
+        return 0;
+    };
+    let mut end = first.offset + i64::from(first.size.max(0));
+    for entry in units.take(max_count.saturating_sub(1)) {
+        let next = end + i64::from(entry.size.max(0));
+        if entry.offset != end || entry.size <= 0 || (next - first.offset) as usize > max_bytes {
+            break;
+        }
+        end = next;
+    }
+    end
 }
 
 struct Limits {

@@ -171,3 +171,118 @@ fn a_cold_read_has_the_kernel_read_what_follows() {
         cached_pages(&queue, entries_from, entries_to) == wanted
     });
 }
+
+/// Drops the pages of `file` in `[from, to)` from the page cache (see [`evict`]).
+fn evict_range(file: &std::fs::File, from: usize, to: usize) -> bool {
+    file.sync_all().unwrap();
+    for _ in 0..30 {
+        // SAFETY: plain syscall on an open descriptor.
+        let rc = unsafe {
+            libc::posix_fadvise(
+                file.as_raw_fd(),
+                from as libc::off_t,
+                (to - from) as libc::off_t,
+                libc::POSIX_FADV_DONTNEED,
+            )
+        };
+        assert_eq!(rc, 0);
+        if cached_pages(file, from, to) == 0 {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}
+
+#[test]
+fn a_read_of_the_page_cache_stops_at_the_first_page_it_does_not_hold() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_48_mib(dir.path(), "Cached");
+    let segment = std::fs::File::open(dir.path().join("commitlog/00000000000000000000")).unwrap();
+    if !evict(&segment, 0, 40 * MIB) {
+        eprintln!("this file system keeps the pages cached (tmpfs?): nothing to observe");
+        return;
+    }
+    let cached = |offset: i64, max: i32| {
+        store.get_cached_messages("Cached", 0, offset, max, usize::MAX, &|_| true)
+    };
+    assert!(
+        cached(0, 32).is_none(),
+        "nothing of the first records is cached"
+    );
+
+    // Read from the disk once, the page cache serves the same records.
+    let read = store.get_copied_messages("Cached", 0, 0, 32, usize::MAX, &|_| true);
+    assert_eq!(read.messages.len(), 32);
+    let again = cached(0, 32).expect("the records just read are cached");
+    assert_eq!(again.messages, read.messages);
+    assert_eq!(again.next_begin_offset, read.next_begin_offset);
+
+    // Pages missing in the middle of a pull: the read stops before the first record on them.
+    // (2 MiB of them, aligned: the page cache may hold the file in folios that large, and
+    // evicts only whole ones.)
+    let boundary = 8 * MIB as i64;
+    let starts_at = |offset: i64| {
+        store
+            .queue_entry("Cached", 0, offset)
+            .unwrap()
+            .physical_offset
+    };
+    let (mut low, mut high): (i64, i64) = (0, 48 * 256 - 1);
+    while low < high {
+        let middle = (low + high + 1) / 2;
+        if starts_at(middle) <= boundary {
+            low = middle;
+        } else {
+            high = middle - 1;
+        }
+    }
+    // The record holding the boundary.
+    let k = low;
+    let read = store.get_copied_messages("Cached", 0, k - 10, 20, usize::MAX, &|_| true);
+    assert_eq!(read.messages.len(), 20);
+    let from = boundary as usize;
+    assert!(evict_range(&segment, from, from + 2 * MIB));
+    let partial = cached(k - 10, 20).expect("the first records are cached");
+    assert_eq!(
+        partial.messages.len(),
+        10,
+        "read up to the record on the first missing page"
+    );
+    assert!(partial.messages[..] == read.messages[..10]);
+    assert_eq!(partial.next_begin_offset, k);
+    assert!(cached(k, 20).is_none());
+}
+
+#[test]
+fn copied_reads_map_no_commit_log_page() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_48_mib(dir.path(), "Copied");
+    let before = rss_file();
+    let (mut offset, mut bytes) = (0, 0);
+    loop {
+        let read = store.get_copied_messages("Copied", 0, offset, 256, usize::MAX, &|_| true);
+        if read.messages.is_empty() {
+            break;
+        }
+        // Each read's records share one buffer, in order.
+        let first = read.messages[0].as_ptr();
+        let mut at = first;
+        for record in &read.messages {
+            assert_eq!(record.as_ptr(), at);
+            at = at.wrapping_add(record.len());
+            bytes += record.len();
+        }
+        offset = read.next_begin_offset;
+    }
+    assert_eq!(offset, 48 * 256, "every message read");
+    assert!(bytes > 48 * MIB);
+    assert!(
+        rss_file() <= before + 4 * MIB,
+        "{} MiB of file pages mapped before, {} MiB after reading 48 MiB",
+        before / MIB,
+        rss_file() / MIB
+    );
+}

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 
 use skiff_model::command::{
     ErrorKind, PullRequest, PullResult, PullStatus, QueueRef, Reply, Request,
@@ -151,7 +151,7 @@ fn read_queue(
     ) {
         return read_cold(state, request, filter);
     }
-    let result = read(state, &request, &filter);
+    let result = read(state, &request, &filter, Records::Mapped);
     let Some(timeout) = hold_time(state, &request, &result) else {
         return Handled::Now(Reply::Pulled(result));
     };
@@ -171,24 +171,27 @@ fn read_queue(
             // Any outcome (arrival, shutdown, timeout) means: read again and answer.
             let _ = tokio::time::timeout(timeout, wakeup).await;
         }
-        Reply::Pulled(read(&state, &request, &filter))
+        Reply::Pulled(read(&state, &request, &filter, Records::Mapped))
     }))
 }
 
 /// A pull of data far behind the writer (a lagging or catching-up consumer): its page faults,
 /// major ones if the page cache dropped the data, would stall a tokio worker and every
-/// connection on it. It is read on a blocking thread, at most `pullMessageThreadPoolNums` at
-/// once (Java serves pulls from a thread pool of that size), and the records are copied out
-/// there, so that encoding the reply touches no cold page, and the pages it mapped are released
-/// at once. Cold data exists, so such a pull is never held.
+/// connection on it. Its records are copied out of the page cache (`pread`, nothing mapped):
+/// here on the worker when the page cache holds them (the store reads ahead of such a
+/// consumer), else on a blocking thread, at most `pullMessageThreadPoolNums` at once (Java serves
+/// pulls from a thread pool of that size). Cold data exists, so such a pull is never held.
 fn read_cold(state: &Arc<BrokerState>, request: PullRequest, filter: Filter) -> Handled {
+    if let Some(result) = read_cached(state, &request, &filter) {
+        state.store.release_cold_read_pages();
+        return Handled::Now(Reply::Pulled(result));
+    }
     let state = state.clone();
     Handled::Later(Box::pin(async move {
         let permit = Arc::clone(&state.cold_reads).acquire_owned().await;
         let read = tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            let mut result = read(&state, &request, &filter);
-            copy_out(&mut result.messages);
+            let result = read(&state, &request, &filter, Records::Copied);
             state.store.release_cold_read_pages();
             result
         });
@@ -197,19 +200,6 @@ fn read_cold(state: &Arc<BrokerState>, request: PullRequest, filter: Filter) -> 
             Err(e) => Reply::error(ErrorKind::SystemError, format!("pull failed: {e}")),
         }
     }))
-}
-
-/// Replaces `messages` (slices of mapped pages) with slices of one buffer holding copies of them:
-/// one allocation per pull instead of one per message.
-fn copy_out(messages: &mut [Bytes]) {
-    let mut copies = BytesMut::with_capacity(messages.iter().map(Bytes::len).sum());
-    for message in messages.iter() {
-        copies.extend_from_slice(message);
-    }
-    let mut copies = copies.freeze();
-    for message in messages {
-        *message = copies.split_to(message.len());
-    }
 }
 
 /// A pull of cold data by a group past its cold-read threshold (see `cold_read`), as Java's
@@ -458,34 +448,57 @@ fn suggest_broker(
 /// Reads the queue and turns the store's answer into a pull result (`composeResponseHeader`).
 /// An operator's reset of the group's offset on the queue comes first: the pull is answered
 /// OFFSET_MOVED to the reset offset, which makes the client start there (Java's `OFFSET_RESET`).
-fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResult {
-    let queue = &request.queue;
-    if let Some(reset) =
-        state
-            .offsets
-            .take_reset(&request.consumer_group, &queue.topic, queue.queue_id)
-    {
-        return PullResult {
-            status: PullStatus::OffsetMoved,
-            next_begin_offset: reset,
-            min_offset: state
-                .store
-                .min_offset_in_queue(&queue.topic, queue.queue_id),
-            max_offset: state
-                .store
-                .max_offset_in_queue(&queue.topic, queue.queue_id),
-            suggest_which_broker_id: MASTER_ID,
-            messages: Vec::new(),
-            offset_delta: None,
-        };
+fn read(
+    state: &BrokerState,
+    request: &PullRequest,
+    filter: &Filter,
+    records: Records,
+) -> PullResult {
+    if let Some(moved) = offset_reset(state, request) {
+        return moved;
     }
-    let max_count = request.max_msg_nums.clamp(1, MAX_TRANSFER_COUNT);
-    let max_bytes = request
-        .max_msg_bytes
-        .filter(|b| *b > 0)
-        .map_or(MAX_TRANSFER_BYTES, |b| (b as usize).min(MAX_TRANSFER_BYTES));
     let get = |offset: i64, count: i32, bytes: usize| {
-        state.store.get_messages(
+        let queue = &request.queue;
+        let filter = |tags_code| filter.subscription.matches_tags_code(tags_code);
+        let store = &state.store;
+        match records {
+            Records::Mapped => {
+                store.get_messages(&queue.topic, queue.queue_id, offset, count, bytes, &filter)
+            }
+            Records::Copied => store.get_copied_messages(
+                &queue.topic,
+                queue.queue_id,
+                offset,
+                count,
+                bytes,
+                &filter,
+            ),
+        }
+    };
+    let (max_count, max_bytes) = limits(request);
+    let found = get(request.queue_offset, max_count, max_bytes);
+    compose(state, request, filter, found, &|offset, count, bytes| {
+        Some(get(offset, count, bytes))
+    })
+}
+
+/// How a pull's records come out of the store.
+#[derive(Clone, Copy)]
+enum Records {
+    /// Slices of the mapped CommitLog (the pages near the writer, which stay mapped).
+    Mapped,
+    /// Copies (a read far behind the writer, on a blocking thread).
+    Copied,
+}
+
+/// [`read`] of copies of what the page cache holds, for a cold pull on the async worker: `None`
+/// when the first record is not there (see `MessageStore::get_cached_messages`).
+fn read_cached(state: &BrokerState, request: &PullRequest, filter: &Filter) -> Option<PullResult> {
+    if let Some(moved) = offset_reset(state, request) {
+        return Some(moved);
+    }
+    let get = |offset: i64, count: i32, bytes: usize| {
+        state.store.get_cached_messages(
             &request.queue.topic,
             request.queue.queue_id,
             offset,
@@ -494,7 +507,52 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
             &|tags_code| filter.subscription.matches_tags_code(tags_code),
         )
     };
-    let mut found = get(request.queue_offset, max_count, max_bytes);
+    let (max_count, max_bytes) = limits(request);
+    let found = get(request.queue_offset, max_count, max_bytes)?;
+    Some(compose(state, request, filter, found, &get))
+}
+
+/// The pull's message count and byte limits, within the broker's.
+fn limits(request: &PullRequest) -> (i32, usize) {
+    let max_count = request.max_msg_nums.clamp(1, MAX_TRANSFER_COUNT);
+    let max_bytes = request
+        .max_msg_bytes
+        .filter(|b| *b > 0)
+        .map_or(MAX_TRANSFER_BYTES, |b| (b as usize).min(MAX_TRANSFER_BYTES));
+    (max_count, max_bytes)
+}
+
+/// The OFFSET_MOVED answer to a pull of a queue whose offset an operator reset for the group.
+fn offset_reset(state: &BrokerState, request: &PullRequest) -> Option<PullResult> {
+    let queue = &request.queue;
+    let reset = state
+        .offsets
+        .take_reset(&request.consumer_group, &queue.topic, queue.queue_id)?;
+    Some(PullResult {
+        status: PullStatus::OffsetMoved,
+        next_begin_offset: reset,
+        min_offset: state
+            .store
+            .min_offset_in_queue(&queue.topic, queue.queue_id),
+        max_offset: state
+            .store
+            .max_offset_in_queue(&queue.topic, queue.queue_id),
+        suggest_which_broker_id: MASTER_ID,
+        messages: Vec::new(),
+        offset_delta: None,
+    })
+}
+
+/// Turns the store's answer `found` into the pull's result; `get` reads more of the queue when an
+/// SQL92 filter left the pull short (`None`: no more now).
+fn compose(
+    state: &BrokerState,
+    request: &PullRequest,
+    filter: &Filter,
+    mut found: GetMessagesResult,
+    get: &dyn Fn(i64, i32, usize) -> Option<GetMessagesResult>,
+) -> PullResult {
+    let (max_count, max_bytes) = limits(request);
     if let Some(selector) = &filter.selector {
         // Like Java's getMessage, keep scanning the queue (up to MAX_FILTER_ROUNDS reads) until
         // the pull has max_count matching messages, so that a selective filter does not cost a
@@ -513,11 +571,13 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
             if used >= max_bytes {
                 break;
             }
-            let mut more = get(
+            let Some(mut more) = get(
                 found.next_begin_offset,
                 max_count - found.messages.len() as i32,
                 max_bytes - used,
-            );
+            ) else {
+                break;
+            };
             if !matches!(
                 more.status,
                 GetMessageStatus::Found | GetMessageStatus::NoMatchedMessage
@@ -595,27 +655,5 @@ fn read(state: &BrokerState, request: &PullRequest, filter: &Filter) -> PullResu
     match &filter.logical {
         Some(logical) => logical.queue.present_pull(&logical.at, result),
         None => result,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn cold_records_are_copied_into_one_buffer() {
-        let backing = Bytes::from_static(b"aaaa-bb--cccccc");
-        let mut messages = vec![
-            backing.slice(0..4),
-            backing.slice(5..7),
-            Bytes::new(),
-            backing.slice(9..15),
-        ];
-        copy_out(&mut messages);
-        assert_eq!(messages, [&b"aaaa"[..], b"bb", b"", b"cccccc"]);
-        // Adjacent slices of one allocation, none of them the original's.
-        assert_eq!(messages[0].as_ptr().wrapping_add(4), messages[1].as_ptr());
-        assert_eq!(messages[1].as_ptr().wrapping_add(2), messages[3].as_ptr());
-        assert!(messages[0].as_ptr() != backing.as_ptr());
     }
 }
