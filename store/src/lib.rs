@@ -19,7 +19,8 @@
 //! compare where they stand. The protocol that carries the bytes is the broker's.
 //!
 //! It must not know any protocol or client: the broker hands it [`MessageToStore`]s and a tag
-//! filter, and gets offsets and zero-copy record bytes back.
+//! filter, and gets offsets and record bytes back (zero-copy slices of the mapping near the
+//! writer; copies for reads far behind it).
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
