@@ -237,9 +237,11 @@ impl MappedFile {
     /// Copies the published bytes `[pos, pos + len)` into `buf`'s spare capacity with `pread`
     /// and returns them, split off `buf` (so the records of one read share one allocation):
     /// nothing is mapped, so the process's resident set does not grow and no page is unmapped
-    /// afterwards. With `nowait` (`RWF_NOWAIT`) it never waits for the disk, so an async worker
-    /// can call it: it returns the bytes up to the first page the page cache does not hold,
-    /// fewer than `len` then (the kernel starts reading that page).
+    /// afterwards. With `nowait` (`preadv2` with `RWF_NOWAIT`) it never waits for the disk, so an
+    /// async worker can call it: it returns the bytes up to the first page the page cache does
+    /// not hold, fewer than `len` then (the kernel starts reading that page), and fewer too on
+    /// any error (a kernel before 4.14 has no `RWF_NOWAIT`): the caller then reads on a blocking
+    /// thread, with a plain `pread` that reports the error.
     pub(crate) fn copy(
         &self,
         pos: usize,
@@ -265,10 +267,10 @@ impl MappedFile {
         };
         buf.clear();
         buf.reserve(len);
-        let flags = if nowait { libc::RWF_NOWAIT } else { 0 };
         let mut done = 0;
         while done < len {
             let spare = &mut buf.spare_capacity_mut()[done..len];
+            let at = (pos + done) as libc::off_t;
             let iov = libc::iovec {
                 iov_base: spare.as_mut_ptr().cast(),
                 iov_len: spare.len(),
@@ -276,13 +278,11 @@ impl MappedFile {
             // SAFETY: `iov` describes `spare`, writable capacity of `buf` that nothing else
             // borrows during the call; the kernel writes at most `iov_len` bytes into it.
             let read = unsafe {
-                libc::preadv2(
-                    file.as_raw_fd(),
-                    &iov,
-                    1,
-                    (pos + done) as libc::off_t,
-                    flags,
-                )
+                if nowait {
+                    libc::preadv2(file.as_raw_fd(), &iov, 1, at, libc::RWF_NOWAIT)
+                } else {
+                    libc::pread(file.as_raw_fd(), iov.iov_base, iov.iov_len, at)
+                }
             };
             match read {
                 0 => return Err(io::ErrorKind::UnexpectedEof.into()),
@@ -291,7 +291,7 @@ impl MappedFile {
                     let e = io::Error::last_os_error();
                     match e.kind() {
                         io::ErrorKind::Interrupted => {}
-                        io::ErrorKind::WouldBlock if nowait => break,
+                        _ if nowait => break,
                         _ => return Err(e),
                     }
                 }

@@ -75,9 +75,10 @@ pub(super) fn handle(state: &Arc<BrokerState>, request: FetchRequest) -> Answer 
     }))
 }
 
-/// A fetch of data far behind the writer (a consumer catching up): read on a blocking thread, as
-/// a RocketMQ pull of cold data is (`pull::read_cold`), so its page faults stall no tokio worker.
-/// Cold data exists, so it is not held.
+/// A fetch of data far behind the writer (a consumer catching up): read through the mapping on a
+/// blocking thread, bounded as cold RocketMQ pulls are (`pull::read_cold`, which copies from the
+/// page cache instead: copies of fetches this large cost more than the faults), so its page
+/// faults stall no tokio worker. Cold data exists, so it is not held.
 fn read_cold(state: &Arc<BrokerState>, request: FetchRequest) -> Answer {
     let state = state.clone();
     Answer::Later(Box::pin(async move {
