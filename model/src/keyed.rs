@@ -129,10 +129,8 @@ impl KeyedRecord {
     /// produced is read from its [`KAFKA_RECORD`] alone, without building every property (a
     /// fetch does this for each record it sends).
     pub fn from_stored(timestamp: i64, body: Bytes, properties: &[u8]) -> KeyedRecord {
-        let exact = std::str::from_utf8(properties)
-            .ok()
-            .and_then(|text| Properties::find(text, KAFKA_RECORD))
-            .and_then(|exact| Self::decode_exact(exact, timestamp, &body));
+        let exact =
+            stored_exact(properties).and_then(|exact| Self::decode_exact(exact, timestamp, &body));
         match exact {
             Some(record) => record,
             None => Self::from_message(timestamp, body, &Properties::decode_bytes(properties)),
@@ -143,7 +141,7 @@ impl KeyedRecord {
     pub fn from_message(timestamp: i64, body: Bytes, properties: &Properties) -> KeyedRecord {
         if let Some(record) = properties
             .get(KAFKA_RECORD)
-            .and_then(|exact| Self::decode_exact(exact, timestamp, &body))
+            .and_then(|exact| Self::decode_exact(exact.as_bytes(), timestamp, &body))
         {
             return record;
         }
@@ -185,7 +183,7 @@ impl KeyedRecord {
     }
 
     /// `None` when the property is not this encoding (then the message reads as RocketMQ's).
-    fn decode_exact(text: &str, timestamp: i64, body: &Bytes) -> Option<KeyedRecord> {
+    fn decode_exact(text: &[u8], timestamp: i64, body: &Bytes) -> Option<KeyedRecord> {
         let raw = base64::engine::general_purpose::STANDARD_NO_PAD
             .decode(text)
             .ok()?;
@@ -220,6 +218,21 @@ impl KeyedRecord {
             headers,
         })
     }
+}
+
+/// The last non-empty [`KAFKA_RECORD`] value of properties as stored, as
+/// [`Properties::find`] reads it, without checking the rest is UTF-8 or building anything: the
+/// separators are ASCII, so a byte search finds what the text search does, and the value is
+/// base64, which [`KeyedRecord::decode_exact`] checks.
+fn stored_exact(properties: &[u8]) -> Option<&[u8]> {
+    properties
+        .rsplit(|&b| b == PROPERTY_SEPARATOR as u8)
+        .filter_map(|segment| {
+            segment
+                .strip_prefix(KAFKA_RECORD.as_bytes())?
+                .strip_prefix(&[NAME_VALUE_SEPARATOR as u8])
+        })
+        .find(|value| !value.is_empty())
 }
 
 fn put_bytes(out: &mut BytesMut, bytes: &[u8]) {
@@ -385,6 +398,18 @@ mod tests {
                 .collect();
             let read = KeyedRecord::from_message(1, Bytes::from_static(b"b"), &properties);
             assert_eq!(read.key.as_deref(), Some(&b"k"[..]), "{damaged:?}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The byte search of a fetch finds the value the text search finds, whatever the
+        /// properties hold: repeated, empty or prefixed names, separators in values.
+        #[test]
+        fn the_stored_exact_form_is_the_one_properties_find(
+            raw in "(KAFKA_RECORD|KAFKA_RECORDS|XKAFKA_RECORD|KEYS|)(\\x01[A-Za-z0-9+/\\x01]{0,6})?(\\x02(KAFKA_RECORD|KEYS|)\\x01[A-Za-z0-9\\x01]{0,6}){0,4}\\x02?"
+        ) {
+            let found = Properties::find(&raw, KAFKA_RECORD).map(str::as_bytes);
+            proptest::prop_assert_eq!(stored_exact(raw.as_bytes()), found);
         }
     }
 }

@@ -756,3 +756,124 @@ async fn cold_reads_answer_whole_records_after_their_pages_are_released() {
     assert_eq!(bodies, expected);
     cluster.stop().await;
 }
+
+fn fetch_two(topic: &str, offsets: [i64; 2], partition_max_bytes: i32) -> FetchRequest {
+    let partitions = offsets
+        .iter()
+        .enumerate()
+        .map(|(partition, &offset)| {
+            FetchPartition::default()
+                .with_partition(partition as i32)
+                .with_fetch_offset(offset)
+                .with_partition_max_bytes(partition_max_bytes)
+        })
+        .collect();
+    FetchRequest::default()
+        .with_max_wait_ms(0)
+        .with_min_bytes(1)
+        .with_max_bytes(1 << 20)
+        .with_topics(vec![FetchTopic::default()
+            .with_topic(name(topic))
+            .with_partitions(partitions)])
+}
+
+/// Each partition's records and high watermark.
+fn fetched_two(response: &FetchResponse) -> Vec<(Vec<KeyedRecord>, i64)> {
+    response.responses[0]
+        .partitions
+        .iter()
+        .map(|partition| {
+            assert_eq!(partition.error_code, 0);
+            let records = match partition.records.clone().filter(|r| !r.is_empty()) {
+                Some(bytes) => records::decode_batches(bytes, 1 << 20)
+                    .unwrap()
+                    .into_iter()
+                    .flat_map(|b| b.records)
+                    .collect(),
+                None => Vec::new(),
+            };
+            (records, partition.high_watermark)
+        })
+        .collect()
+}
+
+/// A consumer catching up has its next fetch read ahead while it works; the answer it gets from
+/// that is the one a fresh read gives: a batch that filled its limit is still whole when more
+/// records arrive behind it (with the high watermarks of now), and a partition that had reached
+/// its end reads the records that came since.
+#[tokio::test]
+async fn a_fetch_read_ahead_answers_as_a_fresh_read_would() {
+    let cluster = Cluster::start(|config| {
+        config.kafka_listen = Some("127.0.0.1:0".parse().unwrap());
+        config.commit_log_resident_tail = 0;
+    })
+    .await;
+    let mut client = Client::connect(&cluster).await;
+    client.send(ApiKey::Metadata, 12, &metadata("Behind")).await;
+    let (_, _meta): (_, MetadataResponse) = client.receive(ApiKey::Metadata, 12).await;
+    let sent: Vec<_> = (0..12).map(record).collect();
+    for (partition, records) in [(0, &sent[..10]), (1, &sent[..1])] {
+        client
+            .send(
+                ApiKey::Produce,
+                9,
+                &produce("Behind", partition, -1, records),
+            )
+            .await;
+        let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
+        assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    }
+    // A limit that holds a few records: partition 0 stops at it, partition 1 at its end.
+    let limit = (records::BATCH_HEADER_LEN + 3 * 60) as i32;
+    client
+        .send(ApiKey::Fetch, 12, &fetch_two("Behind", [0, 0], limit))
+        .await;
+    let (_, first): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    let first = fetched_two(&first);
+    let taken = first[0].0.len();
+    assert!(
+        (1..10).contains(&taken),
+        "{taken} records under {limit} bytes"
+    );
+    assert_eq!(first[0], (sent[..taken].to_vec(), 10));
+    assert_eq!(first[1], (sent[..1].to_vec(), 1));
+    // Records arrive behind partition 0's batch while the next fetch is read ahead.
+    client
+        .send(ApiKey::Produce, 9, &produce("Behind", 0, -1, &sent[10..]))
+        .await;
+    let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    let all: Vec<_> = sent[..10].iter().chain(&sent[10..]).cloned().collect();
+    client
+        .send(
+            ApiKey::Fetch,
+            12,
+            &fetch_two("Behind", [taken as i64, 1], limit),
+        )
+        .await;
+    let (_, second): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    let second = fetched_two(&second);
+    let next = taken + second[0].0.len();
+    assert_eq!(second[0], (all[taken..next].to_vec(), 12));
+    assert_eq!(second[1], (Vec::new(), 1));
+    // Records arrive on partition 1, which had been read to its end, after the read ahead of
+    // the next fetch (it starts as the answer goes out and takes microseconds here).
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    client
+        .send(ApiKey::Produce, 9, &produce("Behind", 1, -1, &sent[10..]))
+        .await;
+    let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
+    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    client
+        .send(
+            ApiKey::Fetch,
+            12,
+            &fetch_two("Behind", [next as i64, 1], limit),
+        )
+        .await;
+    let (_, third): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
+    let third = fetched_two(&third);
+    assert_eq!(third[0].0, all[next..next + third[0].0.len()].to_vec());
+    assert_eq!(third[1], (sent[10..].to_vec(), 3));
+    cluster.stop().await;
+}

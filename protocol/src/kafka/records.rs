@@ -313,6 +313,15 @@ fn put_nullable(out: &mut BytesMut, bytes: Option<&[u8]>) {
     }
 }
 
+/// The record count a batch's header declares (0 for bytes shorter than a header).
+pub fn batch_record_count(batch: &[u8]) -> i32 {
+    batch
+        .get(BATCH_HEADER_LEN - 4..BATCH_HEADER_LEN)
+        .map_or(0, |count| {
+            i32::from_be_bytes(count.try_into().expect("4 bytes"))
+        })
+}
+
 /// Appends one uncompressed batch holding `records`, the first at `base_offset` and the others
 /// at the following offsets (CreateTime timestamps, no producer id).
 pub fn encode_batch(out: &mut BytesMut, base_offset: i64, records: &[KeyedRecord]) {

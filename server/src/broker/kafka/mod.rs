@@ -54,6 +54,8 @@ pub(crate) struct KafkaFront {
     producer_ids: idempotence::ProducerIds,
     sequences: parking_lot::Mutex<idempotence::Sequences>,
     groups: Arc<group_api::Groups>,
+    /// Bytes its connections may hold read ahead for their next fetch (`fetch::ReadAhead`).
+    read_ahead_bytes: Arc<tokio::sync::Semaphore>,
 }
 
 impl KafkaFront {
@@ -67,6 +69,7 @@ impl KafkaFront {
             ))),
             state,
             advertised,
+            read_ahead_bytes: Arc::new(tokio::sync::Semaphore::new(fetch::READ_AHEAD_BYTES)),
         }
     }
 
@@ -116,6 +119,7 @@ impl Front for KafkaFront {
             activity.clone(),
         ));
         let tasks = TaskTracker::new();
+        let ahead = Arc::new(fetch::ReadAhead::new(self.read_ahead_bytes.clone()));
         debug!(%peer, "Kafka connection opened");
         loop {
             let frame = match next_frame(
@@ -144,7 +148,10 @@ impl Front for KafkaFront {
                     reply_to,
                     client_id,
                     request,
-                }) => (reply_to, self.handle(peer, client_id, reply_to, *request)),
+                }) => (
+                    reply_to,
+                    self.handle(peer, &ahead, client_id, reply_to, *request),
+                ),
                 Ok(Decoded::ApiVersionsTooNew { reply_to }) => (
                     reply_to,
                     Answer::Now(Response::ApiVersions(kafka::api_versions_too_new())),
@@ -207,6 +214,7 @@ impl KafkaFront {
     fn handle(
         self: &Arc<Self>,
         peer: SocketAddr,
+        ahead: &Arc<fetch::ReadAhead>,
         client_id: Option<String>,
         reply_to: ReplyTo,
         request: Request,
@@ -235,7 +243,7 @@ impl KafkaFront {
             }
             Request::Produce(request) => produce::handle(state, &self.sequences, peer, request),
             Request::InitProducerId(request) => self.init_producer_id(request),
-            Request::Fetch(request) => fetch::handle(state, request),
+            Request::Fetch(request) => fetch::handle(state, ahead, request),
             Request::ListOffsets(request) => fetch::list_offsets(state, request),
         }
     }
