@@ -228,7 +228,12 @@ fn free_port_pair() -> u16 {
 #[tokio::test]
 async fn the_vip_channel_serves_the_same_requests() {
     let port = free_port_pair();
-    let cluster = Cluster::start(|c| c.listen_port = port).await;
+    let cluster = Cluster::start(|c| {
+        c.listen_port = port;
+        // Not port + 1, Java's default: another test's connection may hold it.
+        c.ha_listen_port = Some(0);
+    })
+    .await;
     let vip = cluster.broker.vip_addr().expect("the VIP channel is open");
     assert_eq!(vip.port(), port - 2);
     let over_vip = RemotingClient::connect(&vip.to_string(), TIMEOUT)

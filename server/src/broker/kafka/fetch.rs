@@ -273,7 +273,8 @@ impl Read {
 
     /// This answer to `request`, read ahead, as a fresh read would give it now: `None` when some
     /// partition would read differently (its batch did not fill its limit and more records came,
-    /// or its offset left the log); the offsets the answer reports are the queues' current ones.
+    /// its offset left the log, or the topic no longer has it); the offsets the answer reports
+    /// are the queues' current ones.
     fn still_true(mut self, state: &BrokerState, request: &FetchRequest) -> Option<Read> {
         let asked = request.topics.iter().flat_map(|t| {
             let name = t.topic.0.to_string();
@@ -287,10 +288,15 @@ impl Read {
             .iter_mut()
             .flat_map(|t| &mut t.partitions);
         for (((name, offset), answer), full) in asked.zip(answers).zip(&self.full) {
-            let (log_start, high_watermark) =
-                core::queue_range(state, &name, answer.partition_index);
+            let index = answer.partition_index;
+            let known = state
+                .topics
+                .get(&name)
+                .is_some_and(|c| (0..partitions(&c)).contains(&index));
+            let (log_start, high_watermark) = core::queue_range(state, &name, index);
             let moved = high_watermark != answer.high_watermark && !full;
-            if answer.error_code != error::NONE
+            if !known
+                || answer.error_code != error::NONE
                 || moved
                 || !(log_start..=high_watermark).contains(&offset)
             {
