@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use futures::{SinkExt, StreamExt};
 use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic};
+use kafka_protocol::messages::fetch_response::PartitionData;
 use kafka_protocol::messages::metadata_request::MetadataRequestTopic;
 use kafka_protocol::messages::produce_request::{PartitionProduceData, TopicProduceData};
 use kafka_protocol::messages::{
@@ -77,6 +78,14 @@ impl Client {
         let header =
             ResponseHeader::decode(&mut buf, api.response_header_version(version)).unwrap();
         (header.correlation_id, T::decode(&mut buf, version).unwrap())
+    }
+
+    /// Produces `records` to a partition (acks=-1) and checks they were accepted.
+    async fn produce_ok(&mut self, topic: &str, partition: i32, records: &[KeyedRecord]) {
+        self.send(ApiKey::Produce, 9, &produce(topic, partition, -1, records))
+            .await;
+        let (_, produced): (_, ProduceResponse) = self.receive(ApiKey::Produce, 9).await;
+        assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
     }
 
     /// Whether the broker closed the connection (within the timeout).
@@ -151,15 +160,19 @@ fn record(i: u8) -> KeyedRecord {
 /// The records of a fetch response's only partition, read back with Skiff's batch parser.
 fn fetched(response: &FetchResponse) -> (i16, Vec<KeyedRecord>) {
     let partition = &response.responses[0].partitions[0];
-    let records = match partition.records.clone().filter(|r| !r.is_empty()) {
+    (partition.error_code, partition_records(partition))
+}
+
+/// A fetched partition's records, read back with Skiff's batch parser.
+fn partition_records(partition: &PartitionData) -> Vec<KeyedRecord> {
+    match partition.records.clone().filter(|r| !r.is_empty()) {
         Some(bytes) => records::decode_batches(bytes, 1 << 20)
             .unwrap()
             .into_iter()
             .flat_map(|b| b.records)
             .collect(),
         None => Vec::new(),
-    };
-    (partition.error_code, records)
+    }
 }
 
 /// Up to 32 messages of a queue from its start, through RocketMQ's pull (every tag).
@@ -731,11 +744,7 @@ async fn cold_reads_answer_whole_records_after_their_pages_are_released() {
         .await;
     let (_, _meta): (_, MetadataResponse) = client.receive(ApiKey::Metadata, 12).await;
     let sent: Vec<_> = (0..5).map(record).collect();
-    client
-        .send(ApiKey::Produce, 9, &produce("ColdOrders", 1, -1, &sent))
-        .await;
-    let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
-    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    client.produce_ok("ColdOrders", 1, &sent).await;
     for _ in 0..2 {
         client
             .send(ApiKey::Fetch, 12, &fetch("ColdOrders", 1, 0, 0))
@@ -784,15 +793,7 @@ fn fetched_two(response: &FetchResponse) -> Vec<(Vec<KeyedRecord>, i64)> {
         .iter()
         .map(|partition| {
             assert_eq!(partition.error_code, 0);
-            let records = match partition.records.clone().filter(|r| !r.is_empty()) {
-                Some(bytes) => records::decode_batches(bytes, 1 << 20)
-                    .unwrap()
-                    .into_iter()
-                    .flat_map(|b| b.records)
-                    .collect(),
-                None => Vec::new(),
-            };
-            (records, partition.high_watermark)
+            (partition_records(partition), partition.high_watermark)
         })
         .collect()
 }
@@ -812,17 +813,8 @@ async fn a_fetch_read_ahead_answers_as_a_fresh_read_would() {
     client.send(ApiKey::Metadata, 12, &metadata("Behind")).await;
     let (_, _meta): (_, MetadataResponse) = client.receive(ApiKey::Metadata, 12).await;
     let sent: Vec<_> = (0..12).map(record).collect();
-    for (partition, records) in [(0, &sent[..10]), (1, &sent[..1])] {
-        client
-            .send(
-                ApiKey::Produce,
-                9,
-                &produce("Behind", partition, -1, records),
-            )
-            .await;
-        let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
-        assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
-    }
+    client.produce_ok("Behind", 0, &sent[..10]).await;
+    client.produce_ok("Behind", 1, &sent[..1]).await;
     // A limit that holds a few records: partition 0 stops at it, partition 1 at its end.
     let limit = (records::BATCH_HEADER_LEN + 3 * 60) as i32;
     client
@@ -838,12 +830,7 @@ async fn a_fetch_read_ahead_answers_as_a_fresh_read_would() {
     assert_eq!(first[0], (sent[..taken].to_vec(), 10));
     assert_eq!(first[1], (sent[..1].to_vec(), 1));
     // Records arrive behind partition 0's batch while the next fetch is read ahead.
-    client
-        .send(ApiKey::Produce, 9, &produce("Behind", 0, -1, &sent[10..]))
-        .await;
-    let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
-    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
-    let all: Vec<_> = sent[..10].iter().chain(&sent[10..]).cloned().collect();
+    client.produce_ok("Behind", 0, &sent[10..]).await;
     client
         .send(
             ApiKey::Fetch,
@@ -854,16 +841,12 @@ async fn a_fetch_read_ahead_answers_as_a_fresh_read_would() {
     let (_, second): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
     let second = fetched_two(&second);
     let next = taken + second[0].0.len();
-    assert_eq!(second[0], (all[taken..next].to_vec(), 12));
+    assert_eq!(second[0], (sent[taken..next].to_vec(), 12));
     assert_eq!(second[1], (Vec::new(), 1));
     // Records arrive on partition 1, which had been read to its end, after the read ahead of
     // the next fetch (it starts as the answer goes out and takes microseconds here).
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    client
-        .send(ApiKey::Produce, 9, &produce("Behind", 1, -1, &sent[10..]))
-        .await;
-    let (_, produced): (_, ProduceResponse) = client.receive(ApiKey::Produce, 9).await;
-    assert_eq!(produced.responses[0].partition_responses[0].error_code, 0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    client.produce_ok("Behind", 1, &sent[10..]).await;
     client
         .send(
             ApiKey::Fetch,
@@ -873,7 +856,7 @@ async fn a_fetch_read_ahead_answers_as_a_fresh_read_would() {
         .await;
     let (_, third): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
     let third = fetched_two(&third);
-    assert_eq!(third[0].0, all[next..next + third[0].0.len()].to_vec());
+    assert_eq!(third[0].0, sent[next..next + third[0].0.len()].to_vec());
     assert_eq!(third[1], (sent[10..].to_vec(), 3));
     cluster.stop().await;
 }
