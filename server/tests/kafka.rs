@@ -786,8 +786,17 @@ fn fetch_two(topic: &str, offsets: [i64; 2], partition_max_bytes: i32) -> FetchR
             .with_partitions(partitions)])
 }
 
-/// Each partition's records and high watermark.
-fn fetched_two(response: &FetchResponse) -> Vec<(Vec<KeyedRecord>, i64)> {
+/// Fetches partitions 0 and 1 of `topic` from `offsets`; each partition's records and high
+/// watermark.
+async fn fetch_both(
+    client: &mut Client,
+    topic: &str,
+    offsets: [i64; 2],
+    partition_max_bytes: i32,
+) -> Vec<(Vec<KeyedRecord>, i64)> {
+    let request = fetch_two(topic, offsets, partition_max_bytes);
+    client.send(ApiKey::Fetch, 12, &request).await;
+    let (_, response): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
     response.responses[0]
         .partitions
         .iter()
@@ -817,11 +826,7 @@ async fn a_fetch_read_ahead_answers_as_a_fresh_read_would() {
     client.produce_ok("Behind", 1, &sent[..1]).await;
     // A limit that holds a few records: partition 0 stops at it, partition 1 at its end.
     let limit = (records::BATCH_HEADER_LEN + 3 * 60) as i32;
-    client
-        .send(ApiKey::Fetch, 12, &fetch_two("Behind", [0, 0], limit))
-        .await;
-    let (_, first): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
-    let first = fetched_two(&first);
+    let first = fetch_both(&mut client, "Behind", [0, 0], limit).await;
     let taken = first[0].0.len();
     assert!(
         (1..10).contains(&taken),
@@ -831,15 +836,7 @@ async fn a_fetch_read_ahead_answers_as_a_fresh_read_would() {
     assert_eq!(first[1], (sent[..1].to_vec(), 1));
     // Records arrive behind partition 0's batch while the next fetch is read ahead.
     client.produce_ok("Behind", 0, &sent[10..]).await;
-    client
-        .send(
-            ApiKey::Fetch,
-            12,
-            &fetch_two("Behind", [taken as i64, 1], limit),
-        )
-        .await;
-    let (_, second): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
-    let second = fetched_two(&second);
+    let second = fetch_both(&mut client, "Behind", [taken as i64, 1], limit).await;
     let next = taken + second[0].0.len();
     assert_eq!(second[0], (sent[taken..next].to_vec(), 12));
     assert_eq!(second[1], (Vec::new(), 1));
@@ -847,15 +844,7 @@ async fn a_fetch_read_ahead_answers_as_a_fresh_read_would() {
     // the next fetch (it starts as the answer goes out and takes microseconds here).
     tokio::time::sleep(Duration::from_millis(200)).await;
     client.produce_ok("Behind", 1, &sent[10..]).await;
-    client
-        .send(
-            ApiKey::Fetch,
-            12,
-            &fetch_two("Behind", [next as i64, 1], limit),
-        )
-        .await;
-    let (_, third): (_, FetchResponse) = client.receive(ApiKey::Fetch, 12).await;
-    let third = fetched_two(&third);
+    let third = fetch_both(&mut client, "Behind", [next as i64, 1], limit).await;
     assert_eq!(third[0].0, sent[next..next + third[0].0.len()].to_vec());
     assert_eq!(third[1], (sent[10..].to_vec(), 3));
     cluster.stop().await;
